@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { isCodeChallenge, isCodeVerifier } from './pkce.ts';
+
+/** Languages of the provider's authorization pages. */
+export const LOCALES = ['fr', 'nl'] as const;
+export type Locale = (typeof LOCALES)[number];
+
+/** The broker's routes, as the extension and the tests address them. */
+export const routes = {
+  authStart: '/auth/start',
+  authCallback: '/auth/callback',
+  session: '/session',
+  connections: '/connections',
+  connection: (id: string) => `/connections/${encodeURIComponent(id)}`,
+  proxy: (id: string, path: string) => `/connections/${encodeURIComponent(id)}/api/${path}`,
+  healthz: '/healthz',
+  readyz: '/readyz',
+} as const;
+
+/** `GET /auth/start` query. */
+export const authStartQuerySchema = z.object({
+  locale: z.enum(LOCALES),
+  redirect_uri: z.string().min(1).max(2048),
+  code_challenge: z.string().refine(isCodeChallenge, 'must be a base64url SHA-256 (43 characters)'),
+  code_challenge_method: z.literal('S256'),
+});
+export type AuthStartQuery = z.infer<typeof authStartQuerySchema>;
+
+/** `POST /session` body: redeem the one-time handoff from the end of the flow. */
+export const sessionCreateRequestSchema = z.object({
+  handoff: z.string().min(1).max(256),
+  code_verifier: z.string().refine(isCodeVerifier, 'must be an RFC 7636 code verifier'),
+});
+export type SessionCreateRequest = z.infer<typeof sessionCreateRequestSchema>;
+
+/** Why a connection stopped working; the user must authorize again. */
+export const DISCONNECTED_REASONS = [
+  'refresh_rejected',
+  'refresh_response_lost',
+  'api_url_not_allowed',
+] as const;
+export type DisconnectedReason = (typeof DISCONNECTED_REASONS)[number];
+
+export const connectionSchema = z.object({
+  id: z.string(),
+  status: z.enum(['connected', 'disconnected']),
+  api_origin: z.string(),
+  connected_at: z.iso.datetime(),
+  access_expires_at: z.iso.datetime().nullable(),
+  disconnected_reason: z.enum(DISCONNECTED_REASONS).optional(),
+});
+export type Connection = z.infer<typeof connectionSchema>;
+
+/** `POST /session` answer (201). */
+export const sessionCreateResponseSchema = z.object({
+  session_token: z.string(),
+  connection: connectionSchema,
+});
+export type SessionCreateResponse = z.infer<typeof sessionCreateResponseSchema>;
+
+/** `GET /connections` answer. */
+export const connectionsResponseSchema = z.object({
+  connections: z.array(connectionSchema),
+});
+export type ConnectionsResponse = z.infer<typeof connectionsResponseSchema>;
+
+/** Methods the proxy forwards to `{api_url}/<path>`. */
+export const PROXY_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;

@@ -1,0 +1,4 @@
+export * from './contracts.ts';
+export * from './errors.ts';
+export * from './pkce.ts';
+export * from './dev-extension.ts';

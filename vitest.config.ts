@@ -1,0 +1,35 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * Projects: `unit:*` are fast and beside the code (run by `pnpm check`); `integration` talks to a
+ * real redis-server and the sandbox over HTTP; `e2e` drives real browsers.
+ */
+export default defineConfig({
+  test: {
+    projects: [
+      { test: { name: 'unit:shared', include: ['shared/src/**/*.test.ts'] } },
+      { test: { name: 'unit:server', include: ['server/src/**/*.test.ts'] } },
+      { test: { name: 'unit:sandbox', include: ['test/sandbox/src/**/*.test.ts'] } },
+      'extension/vitest.config.ts',
+      {
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts'],
+          globalSetup: ['test/support/require-tools.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 30_000,
+        },
+      },
+      {
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          globalSetup: ['test/support/require-tools.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
