@@ -3,7 +3,7 @@ import { codeChallengeS256, createCodeVerifier, isCodeChallenge, isCodeVerifier 
 
 describe('PKCE S256', () => {
   it('matches the RFC 7636 appendix B example', async () => {
-    const verifier = 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r-wW1gFWFOEjXk';
+    const verifier = 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk';
     expect(await codeChallengeS256(verifier)).toBe('E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM');
   });
 

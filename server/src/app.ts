@@ -1,0 +1,224 @@
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { rateLimit, type Store as RateLimitStore } from 'express-rate-limit';
+import session, { type Store as SessionStore } from 'express-session';
+import helmet from 'helmet';
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { pinoHttp } from 'pino-http';
+import type { Dispatcher } from 'undici';
+import type { Config } from './config.ts';
+import { createConnectionRepository } from './connections.ts';
+import { createSealer } from './crypto.ts';
+import { BrokerError } from './errors.ts';
+import { createProvider } from './provider.ts';
+import { apiRouter } from './routes/api.ts';
+import { authRouter, FLOW_TTL_MS } from './routes/auth.ts';
+import { createSessions } from './sessions.ts';
+import { isStoreDown } from './store/errors.ts';
+import type { Store } from './store/types.ts';
+import { createTokenService, type TokenService } from './tokens.ts';
+
+export interface AppDeps {
+  config: Config;
+  store: Store;
+  /** Where express-session keeps the authorization window's session (connect-redis, or memory). */
+  sessionStore: SessionStore;
+  /** A store per rate limiter (rate-limit-redis, or undefined for express-rate-limit's memory). */
+  rateLimitStore?: (prefix: string) => RateLimitStore;
+  dispatcher: Dispatcher;
+  log: Logger;
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+  /** Bound on one token request, in ms (default 10 s). */
+  tokenTimeoutMs?: number;
+}
+
+export interface BrokerApp {
+  app: express.Express;
+  tokens: TokenService;
+  /** Readiness: false while shutting down. */
+  setReady(ready: boolean): void;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** The broker's Express app. Never listens: main.ts (or a test) does. */
+export function createApp(deps: AppDeps): BrokerApp {
+  const { config, store, log } = deps;
+  const now = deps.now ?? Date.now;
+  const sleep =
+    deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const tokenTimeoutMs = deps.tokenTimeoutMs ?? 10_000;
+  const sealer = createSealer(config.keyring);
+  const provider = createProvider({
+    clientId: config.clientId,
+    clientSecret: config.clientSecret,
+    redirectUri: config.redirectUri,
+    dispatcher: deps.dispatcher,
+    now,
+    timeoutMs: tokenTimeoutMs,
+  });
+  const connections = createConnectionRepository(store, sealer);
+  const sessions = createSessions(store, now);
+  const tokens = createTokenService({
+    store,
+    connections,
+    provider,
+    now,
+    sleep,
+    log,
+    refreshAheadMs: config.refreshAheadMs,
+    tokenTimeoutMs,
+  });
+  let ready = true;
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', config.trustProxy);
+  app.set('etag', false);
+
+  app.use(
+    pinoHttp({
+      logger: log,
+      genReqId: (req, res) => {
+        const incoming = req.headers['x-request-id'];
+        const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+        res.setHeader('X-Request-Id', id);
+        return id;
+      },
+      // The path only: a query string may hold a code, a state or a handoff.
+      serializers: {
+        req: (req: { id: unknown; method: string; url: string }) => ({
+          id: req.id,
+          method: req.method,
+          path: req.url.split('?')[0],
+        }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      },
+      customLogLevel: (_req, res, error) =>
+        error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
+    }),
+  );
+
+  const https = config.publicUrl.protocol === 'https:';
+  app.use(
+    helmet({
+      contentSecurityPolicy: {
+        useDefaults: false,
+        directives: {
+          defaultSrc: ["'none'"],
+          styleSrc: ["'unsafe-inline'"],
+          frameAncestors: ["'none'"],
+          formAction: ["'none'"],
+          baseUri: ["'none'"],
+        },
+      },
+      strictTransportSecurity: https ? { maxAge: 31_536_000, includeSubDomains: true } : false,
+      referrerPolicy: { policy: 'no-referrer' },
+    }),
+  );
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    if (!ready) {
+      res.status(503).json({ status: 'shutting_down' });
+      return;
+    }
+    try {
+      await store.ping();
+      res.json({ status: 'ready' });
+    } catch {
+      res.status(503).json({ status: 'store_unavailable' });
+    }
+  });
+
+  const limiter = (name: string, limit: number) =>
+    rateLimit({
+      windowMs: 60_000,
+      limit,
+      standardHeaders: 'draft-8',
+      legacyHeaders: false,
+      ...(deps.rateLimitStore ? { store: deps.rateLimitStore(`${name}:`) } : {}),
+      // Fail open when the store is down: the routes behind it fail closed on their own.
+      passOnStoreError: true,
+      handler: (_req, _res, next) => {
+        next(new BrokerError('rate_limited', 'Too many requests; slow down.', { retryAfter: 60 }));
+      },
+    });
+
+  app.use(
+    '/auth',
+    limiter('auth', 60),
+    session({
+      store: deps.sessionStore,
+      name: https ? '__Host-baton.auth' : 'baton.auth',
+      secret: config.sessionSecrets,
+      resave: false,
+      saveUninitialized: false,
+      rolling: false,
+      proxy: config.trustProxy !== false,
+      cookie: {
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: https,
+        path: '/',
+        maxAge: FLOW_TTL_MS,
+      },
+    }),
+  );
+  app.use(authRouter({ config, store, sealer, provider, now, log }));
+  app.post('/session', limiter('session', 30));
+  app.use(
+    apiRouter({
+      config,
+      store,
+      sealer,
+      sessions,
+      connections,
+      tokens,
+      dispatcher: deps.dispatcher,
+      now,
+      log,
+    }),
+  );
+
+  app.use((_req, _res, next) => {
+    next(new BrokerError('not_found', 'No such route.'));
+  });
+
+  // The one error middleware: every JSON error body is { error, message }.
+  app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) return next(error);
+    const brokerError = toBrokerError(error);
+    if (brokerError.code === 'server_error' || brokerError.status >= 500)
+      log.error({ err: error, reqId: req.id }, 'request failed');
+    if (brokerError.retryAfter !== undefined)
+      res.set('Retry-After', String(brokerError.retryAfter));
+    res.set('Cache-Control', 'no-store');
+    res.status(brokerError.status).json(brokerError.toBody());
+  });
+
+  return {
+    app,
+    tokens,
+    setReady(value) {
+      ready = value;
+    },
+  };
+}
+
+/** Lower-layer errors, translated once at the edge. */
+function toBrokerError(error: unknown): BrokerError {
+  if (error instanceof BrokerError) return error;
+  if (isStoreDown(error))
+    return new BrokerError('upstream_unavailable', 'The broker cannot reach its store.', {
+      retryAfter: 5,
+    });
+  const status = (error as { status?: unknown; type?: unknown } | null)?.status;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return new BrokerError('invalid_request', 'The request could not be read.');
+  }
+  return new BrokerError('server_error', 'unexpected error', { expose: false, cause: error });
+}

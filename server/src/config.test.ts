@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './config.ts';
+
+const key = (byte: number) => Buffer.alloc(32, byte).toString('base64');
+const production = {
+  NODE_ENV: 'production',
+  AUTH_URL: 'https://auth.example.com',
+  CLIENT_ID: 'client',
+  CLIENT_SECRET: 'secret',
+  PUBLIC_URL: 'https://broker.example.com',
+  API_URL_ALLOWLIST: 'https://*.api.example.com',
+  EXTENSION_REDIRECT_URLS: 'https://abcdefghijklmnopabcdefghijklmnop.chromiumapp.org/',
+  SESSION_SECRET: 'x'.repeat(32),
+  TOKEN_ENCRYPTION_KEYS: `k1:${key(1)}`,
+  REDIS_URL: 'redis://redis:6379',
+};
+
+const problems = (env: Record<string, string | undefined>): string[] => {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  return [];
+};
+
+describe('loadConfig', () => {
+  it('reads a complete production environment', () => {
+    const config = loadConfig(production);
+    expect(config.production).toBe(true);
+    expect(config.redirectUri).toBe('https://broker.example.com/auth/callback');
+    expect(config.developmentDefaults).toEqual([]);
+    expect(config.refreshAheadMs).toBe(300_000);
+    expect(config.port).toBe(8787);
+    expect(config.host).toBe('127.0.0.1');
+  });
+
+  it('falls back to a development setup outside production, and says which values it used', () => {
+    const config = loadConfig({});
+    expect(config.production).toBe(false);
+    expect(config.authUrl).toBe('http://127.0.0.1:8788');
+    expect(config.redisUrl).toBeUndefined();
+    expect(config.developmentDefaults).toContain('CLIENT_SECRET');
+    expect(config.developmentDefaults).toContain('REDIS_URL (embedded store)');
+  });
+
+  it('names every missing variable in production at once, the embedded store included', () => {
+    const found = problems({ NODE_ENV: 'production' });
+    for (const name of Object.keys(production).filter((name) => name !== 'NODE_ENV')) {
+      expect(found.join('\n')).toContain(`${name} is required`);
+    }
+  });
+
+  it.each([
+    ['PUBLIC_URL', { PUBLIC_URL: 'http://broker.example.com' }, 'PUBLIC_URL must be https'],
+    ['the allowlist', { API_URL_ALLOWLIST: 'http://api.example.com' }, 'must be https'],
+    ['a short session secret', { SESSION_SECRET: 'short' }, 'SESSION_SECRET'],
+    ['a short key', { TOKEN_ENCRYPTION_KEYS: `k1:${key(1).slice(0, 20)}` }, 'TOKEN_ENCRYPTION_KEYS'],
+    ['a bad port', { PORT: '99999' }, 'PORT'],
+    ['a bad Redis URL', { REDIS_URL: 'http://redis' }, 'REDIS_URL'],
+    [
+      'an extension redirect that is not exact',
+      { EXTENSION_REDIRECT_URLS: 'https://abcdefghijklmnopabcdefghijklmnop.chromiumapp.org' },
+      'EXTENSION_REDIRECT_URLS',
+    ],
+  ])('refuses %s', (_name, override, message) => {
+    expect(problems({ ...production, ...override }).join('\n')).toContain(message);
+  });
+
+  it('rotates session secrets and encryption keys: first signs or encrypts, all verify', () => {
+    const config = loadConfig({
+      ...production,
+      SESSION_SECRET: `${'a'.repeat(32)},${'b'.repeat(32)}`,
+      TOKEN_ENCRYPTION_KEYS: `new:${key(2)},old:${key(1)}`,
+    });
+    expect(config.sessionSecrets).toHaveLength(2);
+    expect(config.keyring.activeKid).toBe('new');
+    expect([...config.keyring.keys.keys()]).toEqual(['new', 'old']);
+  });
+});

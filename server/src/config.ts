@@ -1,0 +1,185 @@
+import { DEV_EXTENSION_REDIRECT_URLS } from '@baton/shared';
+import { z } from 'zod';
+import { parseAllowlist, type Allowlist } from './allowlist.ts';
+import { parseKeyring, type Keyring } from './crypto.ts';
+
+/** Everything the broker reads from its environment, parsed once at start-up. */
+export interface Config {
+  production: boolean;
+  /** Development fallbacks that were used, for a loud warning at start-up. */
+  developmentDefaults: string[];
+  authUrl: string;
+  clientId: string;
+  clientSecret: string;
+  publicUrl: URL;
+  /** `${PUBLIC_URL}/auth/callback`, the redirect_uri registered at the provider. */
+  redirectUri: string;
+  apiUrlAllowlist: Allowlist;
+  extensionRedirectUrls: readonly string[];
+  sessionSecrets: string[];
+  keyring: Keyring;
+  redisUrl: string | undefined;
+  port: number;
+  host: string;
+  trustProxy: boolean | number | string;
+  logLevel: string;
+  refreshAheadMs: number;
+}
+
+const DEV = {
+  AUTH_URL: 'http://127.0.0.1:8788',
+  CLIENT_ID: 'baton-dev',
+  CLIENT_SECRET: 'sbx_secret_baton-development-only-0123456789abcdef',
+  API_URL_ALLOWLIST: 'http://127.0.0.1:8788',
+  SESSION_SECRET: 'development-only-session-secret-do-not-deploy',
+  TOKEN_ENCRYPTION_KEYS: 'dev:ZGV2ZWxvcG1lbnQtb25seS1rZXktMzItYnl0ZXMhIQ==',
+} as const;
+
+const list = (value: string): string[] =>
+  value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item.length > 0);
+
+const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+
+const schema = z.object({
+  NODE_ENV: z.string().optional(),
+  AUTH_URL: httpUrl,
+  CLIENT_ID: z.string().min(1),
+  CLIENT_SECRET: z.string().min(1),
+  PUBLIC_URL: httpUrl,
+  API_URL_ALLOWLIST: z.string().min(1),
+  EXTENSION_REDIRECT_URLS: z.string().min(1, 'must list at least one extension redirect URL'),
+  SESSION_SECRET: z
+    .string()
+    .transform(list)
+    .refine((secrets) => secrets.length > 0 && secrets.every((secret) => secret.length >= 32), {
+      error: 'every secret must be at least 32 characters',
+    }),
+  TOKEN_ENCRYPTION_KEYS: z.string().min(1),
+  REDIS_URL: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' }).optional(),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8787),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  TRUST_PROXY: z.string().optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  REFRESH_AHEAD_SECONDS: z.coerce.number().int().min(0).max(3000).default(300),
+});
+
+/** Thrown with every problem named, so an operator fixes them all in one go. */
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+const REQUIRED_IN_PRODUCTION = [
+  'AUTH_URL',
+  'CLIENT_ID',
+  'CLIENT_SECRET',
+  'PUBLIC_URL',
+  'API_URL_ALLOWLIST',
+  'EXTENSION_REDIRECT_URLS',
+  'SESSION_SECRET',
+  'TOKEN_ENCRYPTION_KEYS',
+  'REDIS_URL',
+] as const;
+
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const production = env.NODE_ENV === 'production';
+  const problems: string[] = [];
+  const developmentDefaults: string[] = [];
+  const input: Record<string, string | undefined> = { ...env };
+  for (const [name, value] of Object.entries(input)) if (value === '') input[name] = undefined;
+
+  if (production) {
+    for (const name of REQUIRED_IN_PRODUCTION) {
+      if (input[name] === undefined) problems.push(`${name} is required when NODE_ENV=production`);
+    }
+  } else {
+    const port = input.PORT ?? '8787';
+    const fallbacks: Record<string, string> = {
+      ...DEV,
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      EXTENSION_REDIRECT_URLS: DEV_EXTENSION_REDIRECT_URLS.join(','),
+    };
+    for (const [name, value] of Object.entries(fallbacks)) {
+      if (input[name] === undefined) {
+        input[name] = value;
+        developmentDefaults.push(name);
+      }
+    }
+    if (input.REDIS_URL === undefined) developmentDefaults.push('REDIS_URL (embedded store)');
+  }
+
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const name = issue.path.join('.');
+      if (!problems.some((problem) => problem.startsWith(`${name} `)))
+        problems.push(`${name} ${issue.message}`);
+    }
+    throw new ConfigError(problems);
+  }
+  const values = parsed.data;
+
+  const named = <T>(name: string, parse: () => T): T | undefined => {
+    try {
+      return parse();
+    } catch (error) {
+      problems.push(`${name} ${(error as Error).message}`);
+      return undefined;
+    }
+  };
+  const apiUrlAllowlist = named('API_URL_ALLOWLIST', () => parseAllowlist(values.API_URL_ALLOWLIST));
+  const keyring = named('TOKEN_ENCRYPTION_KEYS', () => parseKeyring(values.TOKEN_ENCRYPTION_KEYS));
+  const extensionRedirectUrls = named('EXTENSION_REDIRECT_URLS', () =>
+    list(values.EXTENSION_REDIRECT_URLS).map((url) => {
+      const parsedUrl = URL.parse(url);
+      if (parsedUrl === null || parsedUrl.href !== url || parsedUrl.protocol !== 'https:')
+        throw new Error(`must be exact https URLs as identity.getRedirectURL() returns: ${url}`);
+      return url;
+    }),
+  );
+  const publicUrl = new URL(values.PUBLIC_URL);
+  if (publicUrl.pathname !== '/' || publicUrl.search || publicUrl.hash)
+    problems.push('PUBLIC_URL must be an origin, with no path, query or fragment');
+  if (production) {
+    if (publicUrl.protocol !== 'https:') problems.push('PUBLIC_URL must be https in production');
+    if (apiUrlAllowlist?.some((entry) => entry.scheme !== 'https'))
+      problems.push('API_URL_ALLOWLIST entries must be https in production');
+  }
+  if (problems.length > 0 || !apiUrlAllowlist || !keyring || !extensionRedirectUrls)
+    throw new ConfigError(problems);
+
+  return {
+    production,
+    developmentDefaults,
+    authUrl: values.AUTH_URL.replace(/\/+$/, ''),
+    clientId: values.CLIENT_ID,
+    clientSecret: values.CLIENT_SECRET,
+    publicUrl,
+    redirectUri: new URL('/auth/callback', publicUrl).href,
+    apiUrlAllowlist,
+    extensionRedirectUrls,
+    sessionSecrets: values.SESSION_SECRET,
+    keyring,
+    redisUrl: values.REDIS_URL,
+    port: values.PORT,
+    host: values.HOST,
+    trustProxy: parseTrustProxy(values.TRUST_PROXY),
+    logLevel: values.LOG_LEVEL,
+    refreshAheadMs: values.REFRESH_AHEAD_SECONDS * 1000,
+  };
+}
+
+/** Express's `trust proxy`: false by default; a hop count; or a list of addresses/subnets. */
+function parseTrustProxy(value: string | undefined): boolean | number | string {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  if (/^\d+$/.test(value)) return Number(value);
+  return value;
+}

@@ -1,0 +1,79 @@
+import type { Connection, DisconnectedReason } from '@baton/shared';
+import type { Sealer } from './crypto.ts';
+import { keys } from './keys.ts';
+import type { TokenSet } from './provider.ts';
+import type { Store } from './store/types.ts';
+
+/** One connected license, as stored (sealed) per session. */
+export interface ConnectionRecord {
+  id: string;
+  apiUrl: string;
+  status: 'connected' | 'disconnected';
+  connectedAt: number;
+  /** Present while connected. */
+  tokens?: TokenSet;
+  disconnectedReason?: DisconnectedReason;
+  /** The last refresh got no usable answer: the provider may have rotated without telling us. */
+  refreshLost?: boolean;
+}
+
+export interface LoadedConnection {
+  record: ConnectionRecord;
+  version: number;
+}
+
+/** How long an idle session and its connections are kept; every write renews it. */
+export const SESSION_TTL_MS = 30 * 24 * 3600 * 1000;
+
+/** Connection records, sealed with the connection's own key as additional data. */
+export function createConnectionRepository(store: Store, sealer: Sealer) {
+  const aad = (sid: string, id: string) => `connection:${sid}:${id}`;
+
+  return {
+    async load(sid: string, id: string): Promise<LoadedConnection | null> {
+      const stored = await store.getVersioned(keys.connection(sid, id));
+      if (!stored) return null;
+      const record = JSON.parse(sealer.open(stored.value, aad(sid, id))) as ConnectionRecord;
+      return { record, version: stored.version };
+    },
+
+    /** Compare-and-set over `version` (0: a new record). False when someone wrote first. */
+    async save(sid: string, record: ConnectionRecord, version: number): Promise<boolean> {
+      const sealed = sealer.seal(JSON.stringify(record), aad(sid, record.id));
+      const written = await store.setVersioned(
+        keys.connection(sid, record.id),
+        version,
+        sealed,
+        SESSION_TTL_MS,
+      );
+      if (written) await store.setAdd(keys.connectionIds(sid), record.id, SESSION_TTL_MS);
+      return written;
+    },
+
+    ids(sid: string): Promise<string[]> {
+      return store.setMembers(keys.connectionIds(sid));
+    },
+
+    async remove(sid: string, id: string): Promise<void> {
+      await store.del(
+        keys.connection(sid, id),
+        keys.refreshLock(sid, id),
+        keys.backoff(sid, id),
+      );
+      await store.setRemove(keys.connectionIds(sid), id);
+    },
+  };
+}
+export type ConnectionRepository = ReturnType<typeof createConnectionRepository>;
+
+/** What the extension may see of a connection: never a token. */
+export function toConnection(record: ConnectionRecord): Connection {
+  return {
+    id: record.id,
+    status: record.status,
+    api_origin: new URL(record.apiUrl).origin,
+    connected_at: new Date(record.connectedAt).toISOString(),
+    access_expires_at: record.tokens ? new Date(record.tokens.expiresAt).toISOString() : null,
+    ...(record.disconnectedReason ? { disconnected_reason: record.disconnectedReason } : {}),
+  };
+}

@@ -1,0 +1,10 @@
+export { createApp, type AppDeps, type BrokerApp } from './app.ts';
+export { loadConfig, ConfigError, type Config } from './config.ts';
+export { createLogger } from './logger.ts';
+export { keys } from './keys.ts';
+export { createMemoryStore } from './store/memory.ts';
+export { createRedisClient, createRedisStore } from './store/redis.ts';
+export type { Store } from './store/types.ts';
+export { shouldRefresh } from './tokens.ts';
+export { storeDeps } from './wiring.ts';
+export type { RedisClient } from './store/redis.ts';

@@ -1,0 +1,159 @@
+import type { Request, Response } from 'express';
+import { pipeline } from 'node:stream/promises';
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import type { LoadedConnection } from './connections.ts';
+import { BrokerError } from './errors.ts';
+
+/** Request headers that may go upstream; everything else (Authorization, Cookie, Host, X-Forwarded-*, hop-by-hop) stays here. */
+const FORWARDED_REQUEST_HEADERS = [
+  'accept',
+  'accept-encoding',
+  'accept-language',
+  'content-type',
+  'if-match',
+  'if-modified-since',
+  'if-none-match',
+  'if-unmodified-since',
+] as const;
+
+/** Response headers that may come back; never Set-Cookie, Location or hop-by-hop headers. */
+const RETURNED_RESPONSE_HEADERS = [
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'content-language',
+  'etag',
+  'last-modified',
+  'retry-after',
+] as const;
+
+const FORBIDDEN_ENCODINGS = /%(?:2f|5c|2e|25|00|[01][0-9a-f]|7f)/i;
+
+/**
+ * The path below api_url that a proxied call asks for, exactly as it will be sent, or undefined
+ * when it could leave api_url in any encoding. Refused, never normalised.
+ */
+export function checkProxyPath(raw: string): string | undefined {
+  if (raw.length > 2048 || !/^[\x21-\x7e]*$/.test(raw)) return undefined;
+  if (raw.includes('\\') || FORBIDDEN_ENCODINGS.test(raw)) return undefined;
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(raw);
+  } catch {
+    return undefined;
+  }
+  // Look-alikes (a fullwidth solidus or full stop) become real separators under NFKC.
+  if (decoded.normalize('NFKC') !== decoded) return undefined;
+  const segments = decoded.split('/');
+  const last = segments.length - 1;
+  const unsafe = (segment: string, index: number) =>
+    (segment === '' && index !== last) || segment === '.' || segment === '..';
+  if (segments.some(unsafe) || segments[0]!.includes(':')) return undefined;
+  return raw;
+}
+
+export interface ProxyDeps {
+  dispatcher: Dispatcher;
+  log: Logger;
+  timeoutMs?: number;
+}
+
+type Usable = (loaded: LoadedConnection, failedAccessToken?: string) => Promise<LoadedConnection>;
+
+/**
+ * Forwards `/connections/:id/api/<path>` to `{api_url}/<path>` with the connection's access token.
+ * One call makes one upstream request, or two when the first is answered 401 and a refresh gave a
+ * new token.
+ */
+export function createProxy(deps: ProxyDeps) {
+  const timeoutMs = deps.timeoutMs ?? 30_000;
+
+  async function send(
+    req: Request,
+    target: { origin: string; path: string },
+    accessToken: string,
+  ): Promise<Dispatcher.ResponseData> {
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${accessToken}`,
+      'user-agent': 'baton-broker',
+    };
+    for (const name of FORWARDED_REQUEST_HEADERS) {
+      const value = req.headers[name];
+      if (typeof value === 'string') headers[name] = value;
+    }
+    const body = Buffer.isBuffer(req.body) && req.body.length > 0 ? req.body : null;
+    try {
+      return await deps.dispatcher.request({
+        origin: target.origin,
+        path: target.path,
+        method: req.method as Dispatcher.HttpMethod,
+        headers,
+        body,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+    } catch (cause) {
+      throw new BrokerError('upstream_unavailable', 'The license API did not answer.', {
+        retryAfter: 5,
+        cause,
+      });
+    }
+  }
+
+  return {
+    async forward(
+      req: Request,
+      res: Response,
+      loaded: LoadedConnection,
+      usable: Usable,
+    ): Promise<void> {
+      const [rawPath = '', query] = req.originalUrl.split(/\?(.*)/s, 2);
+      const below = /^\/connections\/[^/]+\/api\/(.*)$/s.exec(rawPath)?.[1];
+      const path = below === undefined ? undefined : checkProxyPath(below);
+      if (path === undefined)
+        throw new BrokerError('invalid_request', 'The API path is not allowed.');
+
+      let current = await usable(loaded);
+      const reauthorize = () =>
+        new BrokerError(
+          'reauthorization_required',
+          'This license is disconnected; authorize Baton again.',
+        );
+      if (!current.record.tokens) throw reauthorize();
+      const base = new URL(current.record.apiUrl);
+      const target = {
+        origin: base.origin,
+        path: `${base.pathname.replace(/\/$/, '')}/${path}${query === undefined ? '' : `?${query}`}`,
+      };
+
+      let upstream = await send(req, target, current.record.tokens.accessToken);
+      if (upstream.statusCode === 401) {
+        upstream.body.destroy();
+        current = await usable(current, current.record.tokens.accessToken);
+        if (!current.record.tokens) throw reauthorize();
+        upstream = await send(req, target, current.record.tokens.accessToken);
+      }
+      if (upstream.statusCode >= 300 && upstream.statusCode < 400) {
+        upstream.body.destroy();
+        throw new BrokerError(
+          'upstream_unavailable',
+          'The license API answered with a redirect, which the broker does not follow.',
+          { retryAfter: 5 },
+        );
+      }
+
+      res.status(upstream.statusCode);
+      for (const name of RETURNED_RESPONSE_HEADERS) {
+        const value = upstream.headers[name];
+        if (value !== undefined) res.setHeader(name, value);
+      }
+      res.setHeader('Cache-Control', 'no-store');
+      try {
+        await pipeline(upstream.body, res);
+      } catch (error) {
+        deps.log.warn({ err: error }, 'proxied response interrupted');
+      }
+    },
+  };
+}

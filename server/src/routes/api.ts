@@ -1,0 +1,192 @@
+import {
+  codeChallengeS256,
+  PROXY_METHODS,
+  sessionCreateRequestSchema,
+  type ConnectionsResponse,
+  type SessionCreateResponse,
+} from '@baton/shared';
+import express, { Router, type NextFunction, type Request, type Response } from 'express';
+import type { Logger } from 'pino';
+import { checkApiUrl } from '../allowlist.ts';
+import type { Config } from '../config.ts';
+import {
+  toConnection,
+  type ConnectionRecord,
+  type ConnectionRepository,
+  type LoadedConnection,
+} from '../connections.ts';
+import { hashToken, randomToken, safeEqual, type Sealer } from '../crypto.ts';
+import { BrokerError, invalidRequest, invalidSession, notFound } from '../errors.ts';
+import { keys } from '../keys.ts';
+import { createProxy } from '../proxy.ts';
+import type { Sessions } from '../sessions.ts';
+import type { Store } from '../store/types.ts';
+import type { TokenService } from '../tokens.ts';
+import { handoffAad, HANDOFF_TTL_MS, type HandoffPayload } from './auth.ts';
+import type { Dispatcher } from 'undici';
+
+export interface ApiDeps {
+  config: Config;
+  store: Store;
+  sealer: Sealer;
+  sessions: Sessions;
+  connections: ConnectionRepository;
+  tokens: TokenService;
+  dispatcher: Dispatcher;
+  now: () => number;
+  log: Logger;
+}
+
+const BEARER = /^Bearer ([A-Za-z0-9_-]{1,128})$/;
+
+/** The bearer token of the request, from the Authorization header only (never a query or cookie). */
+function bearer(req: Request): string | undefined {
+  return BEARER.exec(req.get('authorization') ?? '')?.[1];
+}
+
+export function apiRouter(deps: ApiDeps): Router {
+  const { config, store, sealer, sessions, connections, tokens, now, log } = deps;
+  const router = Router();
+  const proxy = createProxy({ dispatcher: deps.dispatcher, log });
+
+  router.use(['/session', '/connections'], (_req, res, next) => {
+    res.set('Cache-Control', 'no-store');
+    next();
+  });
+
+  /** The caller's session id, or 401 invalid_session. */
+  async function requireSession(req: Request, res: Response, next: NextFunction): Promise<void> {
+    const token = bearer(req);
+    const sid = token === undefined ? null : await sessions.resolve(token);
+    if (sid === null) throw invalidSession();
+    res.locals.sid = sid;
+    next();
+  }
+  const sidOf = (res: Response): string => res.locals.sid as string;
+
+  /** A connection of the caller's session, re-checked against the allowlist on every use. */
+  async function loadConnection(sid: string, id: string): Promise<LoadedConnection> {
+    const loaded = await connections.load(sid, id);
+    if (!loaded) throw notFound('Connection');
+    const { record } = loaded;
+    if (record.status === 'connected' && !checkApiUrl(record.apiUrl, config.apiUrlAllowlist)) {
+      const next: ConnectionRecord = {
+        id: record.id,
+        apiUrl: record.apiUrl,
+        connectedAt: record.connectedAt,
+        status: 'disconnected',
+        disconnectedReason: 'api_url_not_allowed',
+      };
+      log.warn({ connection: id }, 'stored api_url is no longer allowed; connection disconnected');
+      if (await connections.save(sid, next, loaded.version))
+        return { record: next, version: loaded.version + 1 };
+      return loadConnection(sid, id);
+    }
+    return loaded;
+  }
+
+  router.post('/session', express.json({ limit: '4kb' }), async (req, res) => {
+    const body = sessionCreateRequestSchema.safeParse(req.body);
+    if (!body.success) throw invalidRequest('Expected { handoff, code_verifier }.');
+    const { handoff, code_verifier: verifier } = body.data;
+
+    // Consumed before it is checked: any attempt, right or wrong, burns the handoff.
+    const hash = hashToken(handoff);
+    const sealed = await store.take(keys.handoff(hash));
+    const rejected = new BrokerError('invalid_grant', 'The handoff is unknown, used or expired.');
+    if (sealed === null) throw rejected;
+    const payload = JSON.parse(sealer.open(sealed, handoffAad(hash))) as HandoffPayload;
+    if (now() - payload.createdAt >= HANDOFF_TTL_MS) throw rejected;
+    if (!safeEqual(await codeChallengeS256(verifier), payload.challenge)) throw rejected;
+
+    const existing = bearer(req);
+    const joined = existing === undefined ? null : await sessions.resolve(existing);
+    const { token, sid } =
+      joined !== null && existing !== undefined
+        ? { token: existing, sid: joined }
+        : await sessions.create();
+
+    const record = await upsertConnection(sid, payload);
+    await sessions.touch(sid);
+    log.info({ connection: record.id, joined: joined !== null }, 'connection created');
+    const response: SessionCreateResponse = {
+      session_token: token,
+      connection: toConnection(record),
+    };
+    res.status(201).json(response);
+  });
+
+  /** A license already in the session (same api_url) is replaced in place and keeps its id. */
+  async function upsertConnection(sid: string, payload: HandoffPayload): Promise<ConnectionRecord> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      let current: LoadedConnection | null = null;
+      for (const id of await connections.ids(sid)) {
+        const loaded = await connections.load(sid, id);
+        if (loaded?.record.apiUrl === payload.apiUrl) current = loaded;
+      }
+      const record: ConnectionRecord = {
+        id: current?.record.id ?? randomToken(16),
+        apiUrl: payload.apiUrl,
+        status: 'connected',
+        connectedAt: now(),
+        tokens: payload.tokens,
+      };
+      if (await connections.save(sid, record, current?.version ?? 0)) {
+        await store.del(keys.backoff(sid, record.id));
+        return record;
+      }
+    }
+    throw new BrokerError('server_error', 'could not store the connection', { expose: false });
+  }
+
+  router.delete('/session', requireSession, async (_req, res) => {
+    const sid = sidOf(res);
+    for (const id of await connections.ids(sid)) await connections.remove(sid, id);
+    await store.del(keys.connectionIds(sid));
+    await sessions.destroy(sid);
+    res.status(204).end();
+  });
+
+  router.get('/connections', requireSession, async (_req, res) => {
+    const sid = sidOf(res);
+    const records: ConnectionRecord[] = [];
+    for (const id of await connections.ids(sid)) {
+      const loaded = await loadConnection(sid, id).catch((error: unknown) => {
+        if (error instanceof BrokerError && error.code === 'not_found') return null;
+        throw error;
+      });
+      if (loaded) records.push(loaded.record);
+    }
+    records.sort((a, b) => a.connectedAt - b.connectedAt);
+    const response: ConnectionsResponse = { connections: records.map(toConnection) };
+    res.json(response);
+  });
+
+  router.delete('/connections/:id', requireSession, async (req, res) => {
+    const sid = sidOf(res);
+    const id = String(req.params.id);
+    if (!(await connections.ids(sid)).includes(id)) throw notFound('Connection');
+    await connections.remove(sid, id);
+    res.status(204).end();
+  });
+
+  router.all(
+    '/connections/:id/api/{*path}',
+    (req, _res, next) => {
+      if (!(PROXY_METHODS as readonly string[]).includes(req.method))
+        throw new BrokerError('invalid_request', `The method ${req.method} is not proxied.`);
+      next();
+    },
+    requireSession,
+    express.raw({ type: () => true, limit: '1mb' }),
+    async (req, res) => {
+      const sid = sidOf(res);
+      const loaded = await loadConnection(sid, String(req.params.id));
+      await proxy.forward(req, res, loaded, (current, failed) =>
+        tokens.usable(sid, current, failed),
+      );
+    },
+  );
+
+  return router;
+}

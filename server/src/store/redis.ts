@@ -1,0 +1,86 @@
+import { createClient } from 'redis';
+import { StoreUnavailableError, type Store } from './types.ts';
+
+export type RedisClient = ReturnType<typeof createClient>;
+
+const SET_VERSIONED = `
+local current = redis.call('HGET', KEYS[1], 'v')
+if (current or '0') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'v', tostring(tonumber(ARGV[1]) + 1), 'd', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1`;
+
+const DELETE_IF_EQUALS = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+const SET_ADD = `
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1`;
+
+/**
+ * A node-redis client set up to fail fast: commands issued while disconnected are rejected at once
+ * instead of queueing, so a Redis outage answers 503 quickly, and the client keeps reconnecting.
+ */
+export function createRedisClient(url: string): RedisClient {
+  return createClient({
+    url,
+    disableOfflineQueue: true,
+    socket: {
+      connectTimeout: 2000,
+      reconnectStrategy: (retries) => Math.min(50 * 2 ** retries, 2000),
+    },
+  });
+}
+
+/** The Store on Redis. Every error of the client becomes a StoreUnavailableError. */
+export function createRedisStore(client: RedisClient): Store {
+  const guard = async <T>(operation: () => Promise<T>): Promise<T> => {
+    try {
+      return await operation();
+    } catch (cause) {
+      throw new StoreUnavailableError('Redis did not answer', { cause });
+    }
+  };
+  const script = (source: string, keys: string[], args: string[]) =>
+    guard(() => client.eval(source, { keys, arguments: args }));
+
+  return {
+    get: (key) => guard(() => client.get(key)),
+    set: async (key, value, ttlMs) => {
+      await guard(() => client.set(key, value, { expiration: { type: 'PX', value: ttlMs } }));
+    },
+    setIfAbsent: async (key, value, ttlMs) =>
+      (await guard(() =>
+        client.set(key, value, { expiration: { type: 'PX', value: ttlMs }, condition: 'NX' }),
+      )) === 'OK',
+    take: (key) => guard(() => client.getDel(key)),
+    del: async (...keys) => {
+      // One key at a time keeps every command on one slot when the keys span several (Cluster).
+      if (keys.length > 0) await guard(() => Promise.all(keys.map((key) => client.del(key))));
+    },
+    deleteIfEquals: async (key, value) => (await script(DELETE_IF_EQUALS, [key], [value])) === 1,
+    getVersioned: async (key) => {
+      const [version, value] = await guard(() => client.hmGet(key, ['v', 'd']));
+      if (version === null || version === undefined || value === null || value === undefined)
+        return null;
+      return { version: Number(version), value };
+    },
+    setVersioned: async (key, expected, value, ttlMs) =>
+      (await script(SET_VERSIONED, [key], [String(expected), value, String(ttlMs)])) === 1,
+    setAdd: async (key, member, ttlMs) => {
+      await script(SET_ADD, [key], [member, String(ttlMs)]);
+    },
+    setRemove: async (key, member) => {
+      await guard(() => client.sRem(key, member));
+    },
+    setMembers: (key) => guard(() => client.sMembers(key)),
+    ping: async () => {
+      await guard(() => client.ping());
+    },
+    close: async () => {
+      if (client.isOpen) await client.close();
+    },
+  };
+}

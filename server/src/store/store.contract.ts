@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest';
+import type { Store } from './types.ts';
+
+/**
+ * The behaviour every Store must have. Runs against the embedded store (unit) and real Redis
+ * (integration). `advance(ms)` moves the store's clock: injected for memory, real for Redis.
+ */
+export function storeContract(
+  name: string,
+  setup: () => { store: Store; advance: (ms: number) => Promise<void> },
+): void {
+  describe(`Store contract: ${name}`, () => {
+    const key = (suffix: string) => `contract:${Math.random().toString(36).slice(2)}:${suffix}`;
+
+    it('sets, gets and expires a value', async () => {
+      const { store, advance } = setup();
+      const k = key('a');
+      await store.set(k, 'one', 50);
+      expect(await store.get(k)).toBe('one');
+      await advance(60);
+      expect(await store.get(k)).toBeNull();
+    });
+
+    it('creates a key only when it is absent', async () => {
+      const { store } = setup();
+      const k = key('nx');
+      expect(await store.setIfAbsent(k, 'first', 10_000)).toBe(true);
+      expect(await store.setIfAbsent(k, 'second', 10_000)).toBe(false);
+      expect(await store.get(k)).toBe('first');
+    });
+
+    it('gives a taken value to exactly one of many concurrent takers', async () => {
+      const { store } = setup();
+      const k = key('take');
+      await store.set(k, 'once', 10_000);
+      const results = await Promise.all(Array.from({ length: 20 }, () => store.take(k)));
+      expect(results.filter((value) => value === 'once')).toHaveLength(1);
+      expect(await store.get(k)).toBeNull();
+    });
+
+    it('deletes a lock only for its owner', async () => {
+      const { store } = setup();
+      const k = key('lock');
+      await store.set(k, 'owner-1', 10_000);
+      expect(await store.deleteIfEquals(k, 'owner-2')).toBe(false);
+      expect(await store.get(k)).toBe('owner-1');
+      expect(await store.deleteIfEquals(k, 'owner-1')).toBe(true);
+      expect(await store.get(k)).toBeNull();
+    });
+
+    it('writes a versioned record only over the version it read', async () => {
+      const { store } = setup();
+      const k = key('v');
+      expect(await store.getVersioned(k)).toBeNull();
+      expect(await store.setVersioned(k, 0, 'v1', 10_000)).toBe(true);
+      expect(await store.setVersioned(k, 0, 'stale', 10_000)).toBe(false);
+      expect(await store.getVersioned(k)).toEqual({ version: 1, value: 'v1' });
+      const writes = await Promise.all([
+        store.setVersioned(k, 1, 'a', 10_000),
+        store.setVersioned(k, 1, 'b', 10_000),
+      ]);
+      expect(writes.filter(Boolean)).toHaveLength(1);
+      expect((await store.getVersioned(k))?.version).toBe(2);
+    });
+
+    it('expires a versioned record', async () => {
+      const { store, advance } = setup();
+      const k = key('vx');
+      await store.setVersioned(k, 0, 'v1', 50);
+      await advance(60);
+      expect(await store.getVersioned(k)).toBeNull();
+    });
+
+    it('keeps a set of members with a TTL', async () => {
+      const { store, advance } = setup();
+      const k = key('set');
+      await store.setAdd(k, 'x', 50);
+      await store.setAdd(k, 'y', 50);
+      await store.setAdd(k, 'x', 50);
+      expect((await store.setMembers(k)).sort()).toEqual(['x', 'y']);
+      await store.setRemove(k, 'x');
+      expect(await store.setMembers(k)).toEqual(['y']);
+      await advance(60);
+      expect(await store.setMembers(k)).toEqual([]);
+    });
+
+    it('deletes several keys', async () => {
+      const { store } = setup();
+      const [a, b] = [key('d1'), key('d2')];
+      await store.set(a, '1', 10_000);
+      await store.setVersioned(b, 0, '2', 10_000);
+      await store.del(a, b);
+      expect(await store.get(a)).toBeNull();
+      expect(await store.getVersioned(b)).toBeNull();
+    });
+  });
+}
