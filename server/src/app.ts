@@ -115,6 +115,7 @@ export function createApp(deps: AppDeps): BrokerApp {
       },
       strictTransportSecurity: https ? { maxAge: 31_536_000, includeSubDomains: true } : false,
       referrerPolicy: { policy: 'no-referrer' },
+      xFrameOptions: { action: 'deny' },
     }),
   );
 

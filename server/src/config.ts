@@ -32,7 +32,7 @@ const DEV = {
   CLIENT_SECRET: 'sbx_secret_baton-development-only-0123456789abcdef',
   API_URL_ALLOWLIST: 'http://127.0.0.1:8788',
   SESSION_SECRET: 'development-only-session-secret-do-not-deploy',
-  TOKEN_ENCRYPTION_KEYS: 'dev:ZGV2ZWxvcG1lbnQtb25seS1rZXktMzItYnl0ZXMhIQ==',
+  TOKEN_ENCRYPTION_KEYS: 'dev:YmF0b24tZGV2ZWxvcG1lbnQtb25seS1rZXktMDAwMDA=',
 } as const;
 
 const list = (value: string): string[] =>
