@@ -23,20 +23,21 @@ export function parseAllowlist(value: string): Allowlist {
     .filter(Boolean);
   if (entries.length === 0) throw new Error('must list at least one origin');
   return entries.map((entry) => {
-    const match = ENTRY.exec(entry);
-    if (!match) throw new Error(`has an entry that is not scheme://host[:port]: ${entry}`);
-    const scheme = match[1]!.toLowerCase() as 'http' | 'https';
+    const [, rawScheme, star, host, port] = ENTRY.exec(entry) ?? [];
+    if (rawScheme === undefined || host === undefined)
+      throw new Error(`has an entry that is not scheme://host[:port]: ${entry}`);
+    const scheme = rawScheme.toLowerCase() as 'http' | 'https';
     return {
       scheme,
-      wildcard: match[2] !== undefined,
-      host: match[3]!.toLowerCase(),
-      port: match[4] ?? DEFAULT_PORT[scheme],
+      wildcard: star !== undefined,
+      host: host.toLowerCase(),
+      port: port ?? DEFAULT_PORT[scheme],
     };
   });
 }
 
 /** Unsafe anywhere in an api_url: whitespace, controls, backslashes, encoded separators or dots. */
-const FORBIDDEN = /[\s\u0000-\u001f\u007f\\@#?]|%(?:2f|5c|2e|00|25)/i;
+const FORBIDDEN = /[\s\p{Cc}\\@#?]|%(?:2f|5c|2e|00|25)/iu;
 
 /**
  * The api_url to store (origin plus path, no trailing slash) when `raw` is allowed, else

@@ -82,7 +82,8 @@ export function createApp(deps: AppDeps): BrokerApp {
       logger: log,
       genReqId: (req, res) => {
         const incoming = req.headers['x-request-id'];
-        const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+        const id =
+          typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
         res.setHeader('X-Request-Id', id);
         return id;
       },

@@ -56,7 +56,11 @@ describe('loadConfig', () => {
     ['PUBLIC_URL', { PUBLIC_URL: 'http://broker.example.com' }, 'PUBLIC_URL must be https'],
     ['the allowlist', { API_URL_ALLOWLIST: 'http://api.example.com' }, 'must be https'],
     ['a short session secret', { SESSION_SECRET: 'short' }, 'SESSION_SECRET'],
-    ['a short key', { TOKEN_ENCRYPTION_KEYS: `k1:${key(1).slice(0, 20)}` }, 'TOKEN_ENCRYPTION_KEYS'],
+    [
+      'a short key',
+      { TOKEN_ENCRYPTION_KEYS: `k1:${key(1).slice(0, 20)}` },
+      'TOKEN_ENCRYPTION_KEYS',
+    ],
     ['a bad port', { PORT: '99999' }, 'PORT'],
     ['a bad Redis URL', { REDIS_URL: 'http://redis' }, 'REDIS_URL'],
     [

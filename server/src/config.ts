@@ -58,7 +58,9 @@ const schema = z.object({
       error: 'every secret must be at least 32 characters',
     }),
   TOKEN_ENCRYPTION_KEYS: z.string().min(1),
-  REDIS_URL: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' }).optional(),
+  REDIS_URL: z
+    .url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' })
+    .optional(),
   PORT: z.coerce.number().int().min(0).max(65535).default(8787),
   HOST: z.string().min(1).default('127.0.0.1'),
   TRUST_PROXY: z.string().optional(),
@@ -134,7 +136,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       return undefined;
     }
   };
-  const apiUrlAllowlist = named('API_URL_ALLOWLIST', () => parseAllowlist(values.API_URL_ALLOWLIST));
+  const apiUrlAllowlist = named('API_URL_ALLOWLIST', () =>
+    parseAllowlist(values.API_URL_ALLOWLIST),
+  );
   const keyring = named('TOKEN_ENCRYPTION_KEYS', () => parseKeyring(values.TOKEN_ENCRYPTION_KEYS));
   const extensionRedirectUrls = named('EXTENSION_REDIRECT_URLS', () =>
     list(values.EXTENSION_REDIRECT_URLS).map((url) => {

@@ -55,11 +55,7 @@ export function createConnectionRepository(store: Store, sealer: Sealer) {
     },
 
     async remove(sid: string, id: string): Promise<void> {
-      await store.del(
-        keys.connection(sid, id),
-        keys.refreshLock(sid, id),
-        keys.backoff(sid, id),
-      );
+      await store.del(keys.connection(sid, id), keys.refreshLock(sid, id), keys.backoff(sid, id));
       await store.setRemove(keys.connectionIds(sid), id);
     },
   };

@@ -11,6 +11,7 @@ import {
 /** Encryption keys by id; the first encrypts, all decrypt. */
 export interface Keyring {
   activeKid: string;
+  activeKey: KeyObject;
   keys: ReadonlyMap<string, KeyObject>;
 }
 
@@ -29,9 +30,10 @@ export function parseKeyring(value: string): Keyring {
     // Built once: a KeyObject makes each AES-GCM operation several times cheaper than a Buffer key.
     keys.set(kid, createSecretKey(bytes));
   }
-  const activeKid = [...keys.keys()][0];
-  if (activeKid === undefined) throw new Error('must hold at least one key');
-  return { activeKid, keys };
+  const [active] = keys;
+  if (active === undefined) throw new Error('must hold at least one key');
+  const [activeKid, activeKey] = active;
+  return { activeKid, activeKey, keys };
 }
 
 export class DecryptError extends Error {
@@ -45,9 +47,8 @@ export class DecryptError extends Error {
 export function createSealer(keyring: Keyring) {
   return {
     seal(plaintext: string, aad: string): string {
-      const key = keyring.keys.get(keyring.activeKid)!;
       const iv = randomBytes(12);
-      const cipher = createCipheriv('aes-256-gcm', key, iv);
+      const cipher = createCipheriv('aes-256-gcm', keyring.activeKey, iv);
       cipher.setAAD(Buffer.from(aad));
       const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
       const parts = [iv, cipher.getAuthTag(), ciphertext].map((part) => part.toString('base64url'));

@@ -36,4 +36,5 @@ export const invalidRequest = (message: string): BrokerError =>
   new BrokerError('invalid_request', message);
 export const invalidSession = (): BrokerError =>
   new BrokerError('invalid_session', 'The session token is missing, unknown or expired.');
-export const notFound = (what: string): BrokerError => new BrokerError('not_found', `${what} not found.`);
+export const notFound = (what: string): BrokerError =>
+  new BrokerError('not_found', `${what} not found.`);

@@ -8,3 +8,4 @@ export type { Store } from './store/types.ts';
 export { shouldRefresh } from './tokens.ts';
 export { storeDeps } from './wiring.ts';
 export type { RedisClient } from './store/redis.ts';
+export { configureServer } from './http.ts';

@@ -20,10 +20,7 @@ export const REDACTED_PATHS = [
   '*.state',
 ];
 
-export function createLogger(
-  level: string,
-  destination?: NodeJS.WritableStream,
-): Logger {
+export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
   const options = {
     level,
     base: { service: 'baton-broker' },

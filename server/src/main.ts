@@ -1,8 +1,10 @@
 import { once } from 'node:events';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { createApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
+import { configureServer } from './http.ts';
 import { createLogger } from './logger.ts';
 import { createRedisClient } from './store/redis.ts';
 import { storeDeps } from './wiring.ts';
@@ -36,11 +38,15 @@ async function main(): Promise<void> {
 
   const broker = createApp({ config, ...stores, dispatcher, log });
 
-  const server = broker.app.listen(config.port, config.host);
+  const server = configureServer(createServer(broker.app)).listen(config.port, config.host);
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   log.info(
-    { url: `http://${config.host}:${port}`, publicUrl: config.publicUrl.origin, store: redis ? 'redis' : 'embedded' },
+    {
+      url: `http://${config.host}:${port}`,
+      publicUrl: config.publicUrl.origin,
+      store: redis ? 'redis' : 'embedded',
+    },
     'broker listening',
   );
 

@@ -11,7 +11,7 @@ const ESCAPES: Record<string, string> = {
 };
 
 export function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (char) => ESCAPES[char]!);
+  return value.replace(/[&<>"']/g, (char) => ESCAPES[char] ?? char);
 }
 
 export function errorPage(title: string, detail: string): string {

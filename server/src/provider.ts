@@ -76,7 +76,10 @@ export function createProvider(options: ProviderOptions) {
         origin: url.origin,
         path: url.pathname,
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          accept: 'application/json',
+        },
         body,
         headersTimeout: options.timeoutMs,
         bodyTimeout: options.timeoutMs,
@@ -90,9 +93,11 @@ export function createProvider(options: ProviderOptions) {
     const { statusCode: status } = response;
     const retryAfter = parseRetryAfter(response.headers['retry-after']);
     if (status < 200 || status >= 300) {
-      response.body.destroy();
+      await response.body.dump({ limit: MAX_TOKEN_RESPONSE_BYTES }).catch(() => {});
       const failure =
-        status >= 400 && status < 500 && status !== 408 && status !== 429 ? 'rejected' : 'transient';
+        status >= 400 && status < 500 && status !== 408 && status !== 429
+          ? 'rejected'
+          : 'transient';
       throw new ProviderError(failure, `token endpoint answered ${status}`, { status, retryAfter });
     }
     let text: string;

@@ -49,8 +49,13 @@ export function checkProxyPath(raw: string): string | undefined {
   const last = segments.length - 1;
   const unsafe = (segment: string, index: number) =>
     (segment === '' && index !== last) || segment === '.' || segment === '..';
-  if (segments.some(unsafe) || segments[0]!.includes(':')) return undefined;
+  if (segments.some(unsafe) || (segments[0] ?? '').includes(':')) return undefined;
   return raw;
+}
+
+/** Drop an upstream body we will not pass on, keeping the connection reusable when it is small. */
+export async function discard(response: Dispatcher.ResponseData): Promise<void> {
+  await response.body.dump({ limit: 64 * 1024 }).catch(() => {});
 }
 
 export interface ProxyDeps {
@@ -129,13 +134,13 @@ export function createProxy(deps: ProxyDeps) {
 
       let upstream = await send(req, target, current.record.tokens.accessToken);
       if (upstream.statusCode === 401) {
-        upstream.body.destroy();
+        await discard(upstream);
         current = await usable(current, current.record.tokens.accessToken);
         if (!current.record.tokens) throw reauthorize();
         upstream = await send(req, target, current.record.tokens.accessToken);
       }
       if (upstream.statusCode >= 300 && upstream.statusCode < 400) {
-        upstream.body.destroy();
+        await discard(upstream);
         throw new BrokerError(
           'upstream_unavailable',
           'The license API answered with a redirect, which the broker does not follow.',

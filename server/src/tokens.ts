@@ -106,13 +106,14 @@ export function createTokenService(deps: TokenServiceDeps) {
   ): Promise<LoadedConnection> {
     const current = await connections.load(sid, id);
     if (!current) throw notFound('Connection');
-    if (settled(current, failedAccessToken)) return current;
     const { record } = current;
+    if (settled(current, failedAccessToken) || !record.tokens) return current;
     const backoff = await readBackoff(sid, id);
-    if (backoff && backoff.until > now()) return fallBack(current, backoff.until, failedAccessToken);
+    if (backoff && backoff.until > now())
+      return fallBack(current, backoff.until, failedAccessToken);
 
     try {
-      const tokens = await provider.refresh(record.apiUrl, record.tokens!.refreshToken);
+      const tokens = await provider.refresh(record.apiUrl, record.tokens.refreshToken);
       counters.refreshes++;
       const next: ConnectionRecord = { ...record, tokens };
       delete next.refreshLost;
@@ -227,7 +228,10 @@ export function createTokenService(deps: TokenServiceDeps) {
         inflight.set(flightKey, flight);
       }
       const result = await flight;
-      if (failedAccessToken !== undefined && result.record.tokens?.accessToken === failedAccessToken)
+      if (
+        failedAccessToken !== undefined &&
+        result.record.tokens?.accessToken === failedAccessToken
+      )
         throw unavailable(now() + 1000);
       return result;
     },

@@ -157,7 +157,7 @@ export function apiRouter(deps: ApiDeps): Router {
       });
       if (loaded) records.push(loaded.record);
     }
-    records.sort((a, b) => a.connectedAt - b.connectedAt);
+    records.sort((a, b) => a.connectedAt - b.connectedAt || a.id.localeCompare(b.id));
     const response: ConnectionsResponse = { connections: records.map(toConnection) };
     res.json(response);
   });

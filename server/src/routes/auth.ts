@@ -1,8 +1,4 @@
-import {
-  authStartQuerySchema,
-  type AuthRedirectError,
-  type Locale,
-} from '@baton/shared';
+import { authStartQuerySchema, type AuthRedirectError, type Locale } from '@baton/shared';
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import type { Logger } from 'pino';
 import { checkApiUrl } from '../allowlist.ts';
@@ -77,7 +73,9 @@ export function authRouter(deps: AuthDeps): Router {
     (req.session.flows ?? []).filter((flow) => now() - flow.createdAt < FLOW_TTL_MS);
 
   const saveSession = (req: Request): Promise<void> =>
-    new Promise((resolve, reject) => req.session.save((error) => (error ? reject(error) : resolve())));
+    new Promise((resolve, reject) =>
+      req.session.save((error) => (error ? reject(error) : resolve())),
+    );
 
   router.get('/auth/start', async (req, res) => {
     const parsed = authStartQuerySchema.safeParse({
