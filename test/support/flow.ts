@@ -78,7 +78,7 @@ export async function startFlow(
 }
 
 /** The provider's answer for a started flow, with consent scripted at the sandbox. */
-export async function providerCallback(stack: Stack, flow: StartedFlow): Promise<URL> {
+export async function providerCallback(flow: StartedFlow): Promise<URL> {
   const response = await fetch(flow.authorizeUrl, { redirect: 'manual' });
   if (response.status !== 302) throw new Error(`authorize answered ${response.status}`);
   return new URL(response.headers.get('location')!);

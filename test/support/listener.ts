@@ -19,7 +19,9 @@ export class AttackerListener {
       listener.#sockets.add(socket);
       socket.on('close', () => listener.#sockets.delete(socket));
       socket.on('error', () => {});
-      socket.end('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}');
+      socket.end(
+        'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}',
+      );
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     listener.port = (server.address() as { port: number }).port;

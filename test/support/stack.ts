@@ -1,5 +1,6 @@
 import { startSandbox, type RunningSandbox } from '@baton/sandbox';
 import {
+  configureServer,
   createApp,
   createLogger,
   createRedisClient,
@@ -39,7 +40,7 @@ export interface BrokerOptions {
 
 /** A broker of the test's own, on a real socket, over the real Redis, pointing at the sandbox. */
 export async function startBroker(options: BrokerOptions): Promise<Broker> {
-  const server: Server = createServer();
+  const server: Server = configureServer(createServer());
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
@@ -98,7 +99,11 @@ export interface Stack {
 
 /** Redis, the sandbox and one broker, all real, sharing one injected clock. */
 export async function startStack(
-  options: { appendonly?: boolean; env?: Record<string, string>; revokeOnRefreshReuse?: boolean } = {},
+  options: {
+    appendonly?: boolean;
+    env?: Record<string, string>;
+    revokeOnRefreshReuse?: boolean;
+  } = {},
 ): Promise<Stack> {
   const clock = new TestClock();
   const redis = await RedisServer.start({ appendonly: options.appendonly ?? false });

@@ -1,0 +1,245 @@
+import { routes } from '@baton/shared';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { authorize, providerCallback, startFlow, TestBrowser } from '../support/flow.ts';
+import { expectNoLeaks } from '../support/leaks.ts';
+import { AttackerListener } from '../support/listener.ts';
+import { EXTENSION_REDIRECT, startStack, type Stack } from '../support/stack.ts';
+
+let stack: Stack;
+
+beforeAll(async () => {
+  stack = await startStack();
+});
+afterAll(async () => {
+  await expectNoLeaks(stack);
+  await stack.close();
+});
+beforeEach(() => {
+  stack.sandbox.sandbox.control.reset();
+});
+
+const exchanges = () => stack.sandbox.sandbox.control.counters().code_exchanges;
+const tokenRequests = () =>
+  stack.sandbox.sandbox.control
+    .requests()
+    .filter((request) => request.path.endsWith('/oauth2/access_token')).length;
+
+function startUrl(params: Record<string, string>): string {
+  const url = new URL(routes.authStart, stack.broker.url);
+  url.search = new URLSearchParams(params).toString();
+  return url.href;
+}
+const validStart = {
+  locale: 'fr',
+  redirect_uri: EXTENSION_REDIRECT,
+  code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+  code_challenge_method: 'S256',
+};
+
+describe('GET /auth/start', () => {
+  it('redirects to the provider with client_id, response_type, redirect_uri and a fresh state, and nothing else', async () => {
+    const browser = new TestBrowser();
+    const response = await browser.get(startUrl(validStart));
+    expect(response.status).toBe(302);
+    const location = new URL(response.headers.get('location')!);
+    expect(`${location.origin}${location.pathname}`).toBe(
+      `${stack.sandbox.url}/fr/api/oauth2/authorize`,
+    );
+    expect([...location.searchParams.keys()].sort()).toEqual([
+      'client_id',
+      'redirect_uri',
+      'response_type',
+      'state',
+    ]);
+    expect(location.searchParams.get('response_type')).toBe('code');
+    expect(location.searchParams.get('redirect_uri')).toBe(`${stack.broker.url}/auth/callback`);
+    expect(location.searchParams.get('state')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const again = new URL((await browser.get(startUrl(validStart))).headers.get('location')!);
+    expect(again.searchParams.get('state')).not.toBe(location.searchParams.get('state'));
+  });
+
+  it('sets an HttpOnly, SameSite=Lax session cookie and forbids caching and referrers', async () => {
+    const response = await fetch(startUrl(validStart), { redirect: 'manual' });
+    const cookie = response.headers.get('set-cookie')!;
+    expect(cookie).toMatch(/^baton\.auth=/);
+    expect(cookie).toMatch(/HttpOnly/i);
+    expect(cookie).toMatch(/SameSite=Lax/i);
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    expect(response.headers.get('referrer-policy')).toBe('no-referrer');
+  });
+
+  it.each([
+    ['locale', { locale: 'en' }],
+    ['redirect_uri', { redirect_uri: 'https://evil.test/' }],
+    ['redirect_uri', { redirect_uri: `${EXTENSION_REDIRECT}x` }],
+    ['code_challenge', { code_challenge: 'short' }],
+    ['code_challenge_method', { code_challenge_method: 'plain' }],
+  ])('answers 400 naming %s when it is wrong', async (parameter, override) => {
+    const response = await fetch(startUrl({ ...validStart, ...override }), { redirect: 'manual' });
+    expect(response.status).toBe(400);
+    expect(response.headers.get('content-type')).toMatch(/text\/html/);
+    expect(await response.text()).toContain(`&quot;${parameter}&quot;`);
+  });
+});
+
+describe('GET /auth/callback', () => {
+  it('exchanges the code once and hands off to the extension', async () => {
+    const { result } = await authorize(stack);
+    expect(result.href.startsWith(EXTENSION_REDIRECT)).toBe(true);
+    expect(result.searchParams.get('handoff')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect([...result.searchParams.keys()]).toEqual(['handoff']);
+    expect(exchanges()).toBe(1);
+  });
+
+  it('when the user denies, answers the latest pending flow with access_denied', async () => {
+    stack.sandbox.sandbox.control.setConsent({ mode: 'deny' });
+    const browser = new TestBrowser();
+    const flow = await startFlow(stack, browser);
+    const { final } = await browser.navigate(flow.authorizeUrl.href);
+    expect(final.href).toBe(`${EXTENSION_REDIRECT}?error=access_denied`);
+    expect(tokenRequests()).toBe(0);
+  });
+
+  describe('when state is not the one this browser was given, the code is never sent', () => {
+    async function callbackWith(
+      mutate: (callback: URL, browser: TestBrowser) => URL | Promise<URL>,
+      browser = new TestBrowser(),
+    ) {
+      stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
+      const flow = await startFlow(stack, browser);
+      const callback = await providerCallback(flow);
+      return browser.navigate((await mutate(callback, browser)).href);
+    }
+
+    it.each([
+      ['missing', (url: URL) => (url.searchParams.delete('state'), url)],
+      ['empty', (url: URL) => (url.searchParams.set('state', ''), url)],
+      ['random', (url: URL) => (url.searchParams.set('state', 'x'.repeat(43)), url)],
+      [
+        'case-changed',
+        (url: URL) => (
+          url.searchParams.set('state', url.searchParams.get('state')!.toUpperCase()),
+          url
+        ),
+      ],
+      ['repeated', (url: URL) => (url.searchParams.append('state', 'other'), url)],
+      [
+        'in array form',
+        (url: URL) => {
+          const state = url.searchParams.get('state')!;
+          url.searchParams.delete('state');
+          url.searchParams.set('state[]', state);
+          return url;
+        },
+      ],
+    ])('%s: redirects with invalid_state', async (_name, mutate) => {
+      const { final } = await callbackWith(mutate);
+      expect(final.href).toBe(`${EXTENSION_REDIRECT}?error=invalid_state`);
+      expect(tokenRequests()).toBe(0);
+    });
+
+    it('from another browser session: invalid_state, and the other session keeps its flow', async () => {
+      const victim = new TestBrowser();
+      stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
+      const attackerFlow = await startFlow(stack, new TestBrowser());
+      const attackerCallback = await providerCallback(attackerFlow);
+      await startFlow(stack, victim);
+      const { final } = await victim.navigate(attackerCallback.href);
+      expect(final.href).toBe(`${EXTENSION_REDIRECT}?error=invalid_state`);
+      expect(tokenRequests()).toBe(0);
+    });
+
+    it('without the cookie: a 400 page', async () => {
+      stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
+      const flow = await startFlow(stack, new TestBrowser());
+      const callback = await providerCallback(flow);
+      const response = await fetch(callback, { redirect: 'manual' });
+      expect(response.status).toBe(400);
+      expect(tokenRequests()).toBe(0);
+    });
+
+    it('replayed after success: invalid_state, one exchange in all', async () => {
+      const browser = new TestBrowser();
+      stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
+      const flow = await startFlow(stack, browser);
+      await startFlow(stack, browser); // a second pending flow, so the replay gets a redirect
+      const callback = await providerCallback(flow);
+      const first = await browser.navigate(callback.href);
+      expect(first.final.searchParams.get('handoff')).toBeTruthy();
+      const replay = await browser.navigate(callback.href);
+      expect(replay.final.href).toBe(`${EXTENSION_REDIRECT}?error=invalid_state`);
+      expect(exchanges()).toBe(1);
+      expect(tokenRequests()).toBe(1);
+    });
+
+    it('after 10 minutes: invalid_state', async () => {
+      const browser = new TestBrowser();
+      stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
+      const old = await startFlow(stack, browser);
+      const callback = await providerCallback(old);
+      stack.clock.advance(9 * 60_000);
+      await startFlow(stack, browser);
+      stack.clock.advance(60_000);
+      const { final } = await browser.navigate(callback.href);
+      expect(final.href).toBe(`${EXTENSION_REDIRECT}?error=invalid_state`);
+      expect(tokenRequests()).toBe(0);
+    });
+
+    it('when two callbacks with the same state race, only one exchanges', async () => {
+      const browser = new TestBrowser();
+      stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
+      const flow = await startFlow(stack, browser);
+      const callback = await providerCallback(flow);
+      const results = await Promise.all(
+        Array.from({ length: 5 }, () => browser.navigate(callback.href)),
+      );
+      expect(results.filter((result) => result.final.searchParams.has('handoff'))).toHaveLength(1);
+      expect(tokenRequests()).toBe(1);
+    });
+  });
+
+  describe('when api_url is not allowed, neither code nor secret goes anywhere', () => {
+    let attacker: AttackerListener;
+    beforeAll(async () => {
+      attacker = await AttackerListener.start();
+    });
+    afterAll(async () => {
+      await attacker[Symbol.asyncDispose]();
+    });
+
+    it.each([
+      ['a foreign origin', () => `${attacker.origin}/licenses/x`],
+      ['userinfo', () => `${stack.sandbox.url}@127.0.0.1:${attacker.port}/`],
+      ['missing', () => undefined],
+    ])('%s: invalid_api_url', async (_name, apiUrl) => {
+      const browser = new TestBrowser();
+      stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
+      const flow = await startFlow(stack, browser);
+      const callback = await providerCallback(flow);
+      const value = apiUrl();
+      if (value === undefined) callback.searchParams.delete('api_url');
+      else callback.searchParams.set('api_url', value);
+      const { final } = await browser.navigate(callback.href);
+      expect(final.href).toBe(`${EXTENSION_REDIRECT}?error=invalid_api_url`);
+      expect(attacker.connections).toBe(0);
+      expect(tokenRequests()).toBe(0);
+    });
+  });
+
+  it('answers exchange_failed when the provider refuses the code', async () => {
+    const browser = new TestBrowser();
+    stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
+    const flow = await startFlow(stack, browser);
+    const callback = await providerCallback(flow);
+    stack.clock.advance(121_000); // codes live 2 minutes
+    const { final } = await browser.navigate(callback.href);
+    expect(final.href).toBe(`${EXTENSION_REDIRECT}?error=exchange_failed`);
+  });
+
+  it('never writes the callback query string to the access log', async () => {
+    await authorize(stack);
+    const callbackLines = stack.broker.logs.lines.filter((line) => line.includes('/auth/callback'));
+    expect(callbackLines.length).toBeGreaterThan(0);
+    for (const line of callbackLines) expect(line).not.toMatch(/code=|state=|api_url=/);
+  });
+});

@@ -1,0 +1,40 @@
+import { createClient } from 'redis';
+import { expect } from 'vitest';
+import type { Stack } from './stack.ts';
+
+/** Every value in Redis, whatever its type, as text. */
+export async function dumpRedis(url: string): Promise<string[]> {
+  const client = createClient({ url });
+  await client.connect();
+  try {
+    const values: string[] = [];
+    for await (const batch of client.scanIterator({ COUNT: 500 })) {
+      for (const key of batch) {
+        const type = await client.type(key);
+        if (type === 'string') values.push(`${key} ${(await client.get(key)) ?? ''}`);
+        else if (type === 'hash')
+          values.push(`${key} ${JSON.stringify(await client.hGetAll(key))}`);
+        else if (type === 'set') values.push(`${key} ${(await client.sMembers(key)).join(' ')}`);
+        else values.push(`${key} <${type}>`);
+      }
+    }
+    return values;
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * No secret the sandbox ever issued or knows (client secret, codes, tokens) appears in Redis or in
+ * any captured log line. Checks it found something to look for, so it cannot pass on no data.
+ */
+export async function expectNoLeaks(stack: Stack, extra: string[] = []): Promise<void> {
+  const secrets = [...stack.sandbox.sandbox.control.secrets(), ...extra];
+  expect(secrets.length).toBeGreaterThan(0);
+  const haystacks = [...(await dumpRedis(stack.redis.url)), ...stack.broker.logs.lines];
+  expect(haystacks.length).toBeGreaterThan(0);
+  for (const secret of secrets) {
+    const found = haystacks.find((text) => text.includes(secret));
+    expect(found, `a secret (${secret.slice(0, 12)}…) leaked`).toBeUndefined();
+  }
+}
