@@ -22,6 +22,16 @@ export default defineConfig({
       },
       {
         test: {
+          name: 'hardening',
+          include: ['test/hardening/**/*.test.ts'],
+          globalSetup: ['test/support/require-tools.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
           globalSetup: ['test/support/require-tools.ts'],
