@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { authorize, providerCallback, startFlow, TestBrowser } from '../support/flow.ts';
 import { expectNoLeaks } from '../support/leaks.ts';
 import { AttackerListener } from '../support/listener.ts';
-import { EXTENSION_REDIRECT, startStack, type Stack } from '../support/stack.ts';
+import { EXTENSION_REDIRECT, startBroker, startStack, type Stack } from '../support/stack.ts';
 
 let stack: Stack;
 
@@ -241,5 +241,42 @@ describe('GET /auth/callback', () => {
     const callbackLines = stack.broker.logs.lines.filter((line) => line.includes('/auth/callback'));
     expect(callbackLines.length).toBeGreaterThan(0);
     for (const line of callbackLines) expect(line).not.toMatch(/code=|state=|api_url=/);
+  });
+});
+
+describe('behind TLS (PUBLIC_URL https, one trusted proxy)', () => {
+  it('uses a __Host- prefixed Secure cookie and sends HSTS', async () => {
+    const tls = await startBroker({
+      redis: stack.redis,
+      sandbox: stack.sandbox,
+      clock: stack.clock,
+      env: { PUBLIC_URL: 'https://broker.example.test', TRUST_PROXY: '1' },
+    });
+    try {
+      const response = await fetch(
+        `${tls.url}${routes.authStart}${new URL(startUrl(validStart)).search}`,
+        {
+          redirect: 'manual',
+          headers: { 'x-forwarded-proto': 'https' },
+        },
+      );
+      expect(response.status).toBe(302);
+      const cookie = response.headers.get('set-cookie')!;
+      expect(cookie).toMatch(/^__Host-baton\.auth=/);
+      expect(cookie).toMatch(/; Secure/i);
+      expect(cookie).toMatch(/; Path=\//);
+      expect(cookie).not.toMatch(/Domain=/i);
+      expect(response.headers.get('strict-transport-security')).toMatch(/max-age=\d+/);
+      expect(new URL(response.headers.get('location')!).searchParams.get('redirect_uri')).toBe(
+        'https://broker.example.test/auth/callback',
+      );
+    } finally {
+      await tls.close();
+    }
+  });
+
+  it('sends no HSTS over plain http', async () => {
+    const response = await fetch(startUrl(validStart), { redirect: 'manual' });
+    expect(response.headers.get('strict-transport-security')).toBeNull();
   });
 });
