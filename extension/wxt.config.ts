@@ -1,8 +1,93 @@
+import { DEV_FIREFOX_GECKO_ID } from '@baton/shared';
+import type { Plugin } from 'vite';
 import { defineConfig } from 'wxt';
+import { DEFAULT_BROKER_URL, hostPermissionFor, parseBrokerUrl } from './src/broker-url.ts';
+import { DEV_CHROME_PUBLIC_KEY } from './src/dev-identity.ts';
+
+/** The broker at build time; an invalid WXT_BROKER_URL fails the build instead of shipping. */
+function buildBrokerUrl(): string {
+  const raw = process.env['WXT_BROKER_URL'] ?? DEFAULT_BROKER_URL;
+  const parsed = parseBrokerUrl(raw);
+  if (!parsed.ok) {
+    throw new Error(
+      `WXT_BROKER_URL=${JSON.stringify(raw)} is not a valid broker URL (${parsed.problem})`,
+    );
+  }
+  return parsed.url;
+}
+
+const brokerUrl = buildBrokerUrl();
+
+/**
+ * zod (through @baton/shared's schemas) probes whether it may compile validators with
+ * `Function("")`. An MV3 extension's CSP forbids that anyway, so the probe can only fail (and be
+ * reported as a CSP violation); web-ext lint also flags it as DANGEROUS_EVAL. The probe is
+ * replaced by its only possible answer. The build fails if zod changes and the probe moves.
+ */
+function zodWithoutEvalProbe(): Plugin {
+  const probe = /const F = Function;\s*new F\(""\);\s*return true;/;
+  return {
+    name: 'baton:zod-without-eval-probe',
+    transform(code, id) {
+      if (!/[\\/]zod[\\/]v4[\\/]core[\\/]util\.js$/.test(id)) return null;
+      if (!probe.test(code))
+        this.error('zod allowsEval probe not found: update zodWithoutEvalProbe');
+      return { code: code.replace(probe, 'return false;'), map: null };
+    },
+  };
+}
 
 export default defineConfig({
   modules: ['@wxt-dev/webextension-polyfill'],
-  manifest: {
-    name: 'Baton',
+  vite: () => ({ plugins: [zodWithoutEvalProbe()] }),
+  manifest: ({ browser }) => ({
+    name: '__MSG_extName__',
+    description: '__MSG_extDescription__',
+    default_locale: 'en',
+    permissions: ['identity', 'storage'],
+    host_permissions: [hostPermissionFor(brokerUrl)],
+    // Another broker, chosen on the options page, is requested at run time.
+    optional_host_permissions: ['https://*/*', 'http://localhost/*', 'http://127.0.0.1/*'],
+    action: { default_title: '__MSG_extName__' },
+    ...(browser === 'firefox'
+      ? {
+          browser_specific_settings: {
+            gecko: {
+              id: DEV_FIREFOX_GECKO_ID,
+              // MV3 background scripts, identity.launchWebAuthFlow, storage.session,
+              // optional_host_permissions and data_collection_permissions (140) all present.
+              strict_min_version: '140.0',
+              data_collection_permissions: { required: ['none'] },
+            },
+            // Firefox for Android gained data_collection_permissions in 142.
+            gecko_android: { strict_min_version: '142.0' },
+          },
+        }
+      : // Pins the development id (see @baton/shared dev-extension.ts). A store upload gets its
+        // id from the store and should build without it.
+        { key: DEV_CHROME_PUBLIC_KEY }),
+  }),
+  zip: {
+    // The extension imports @baton/shared from the workspace: a reviewer's sources zip needs
+    // the workspace root (lockfile, base tsconfig, shared/), not just this package.
+    sourcesRoot: '..',
+    includeSources: [
+      'package.json',
+      'pnpm-lock.yaml',
+      'pnpm-workspace.yaml',
+      'tsconfig.base.json',
+      'LICENSE',
+      'shared/**',
+      'extension/**',
+    ],
+    excludeSources: [
+      '**/node_modules/**',
+      '**/.output/**',
+      '**/.wxt/**',
+      '**/test-results/**',
+      'test/**',
+      'server/**',
+      '.ci/**',
+    ],
   },
 });

@@ -1,1 +1,5 @@
-export default defineBackground(() => {});
+import { startBackground } from '../src/background/main.ts';
+
+export default defineBackground(() => {
+  startBackground();
+});

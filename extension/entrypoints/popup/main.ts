@@ -1,0 +1,4 @@
+import '../../src/ui/styles.css';
+import { startPopup } from '../../src/ui/popup-main.ts';
+
+startPopup();

@@ -1,0 +1,168 @@
+import {
+  connectionsResponseSchema,
+  errorBodySchema,
+  routes,
+  sessionCreateResponseSchema,
+  type Connection,
+  type SessionCreateRequest,
+  type SessionCreateResponse,
+} from '@baton/shared';
+import { ProblemError, type Problem, type ProblemCode } from '../problems.ts';
+
+/**
+ * The broker's HTTP API as the background uses it. Every failure leaves here as a
+ * `ProblemError` with a code (translated once, at this boundary): a network failure is
+ * `broker_unreachable`, a JSON `{ error }` body keeps the broker's code, anything else is
+ * classified by status. The session token is only ever sent to `baseUrl`.
+ */
+export interface BrokerClientOptions {
+  /** Normalised broker URL, no trailing slash. */
+  readonly baseUrl: string;
+  readonly fetch: typeof fetch;
+  readonly now: () => number;
+  readonly timeoutMs?: number;
+}
+
+export interface BrokerClient {
+  readonly baseUrl: string;
+  /** Resolves when the broker answers at all (any status); for a clear "unreachable" early. */
+  ping(): Promise<void>;
+  createSession(body: SessionCreateRequest, token: string | null): Promise<SessionCreateResponse>;
+  listConnections(token: string): Promise<Connection[]>;
+  /** The provider's user record, through the broker's proxy; its shape is not specified. */
+  getUser(token: string, connectionId: string): Promise<unknown>;
+  deleteConnection(token: string, connectionId: string): Promise<void>;
+  deleteSession(token: string): Promise<void>;
+}
+
+const DEFAULT_TIMEOUT_MS = 20_000;
+
+export function createBrokerClient(options: BrokerClientOptions): BrokerClient {
+  const { baseUrl, now } = options;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+
+  async function send(
+    method: 'GET' | 'POST' | 'DELETE',
+    path: string,
+    token: string | null,
+    body?: unknown,
+  ): Promise<Response> {
+    const headers: Record<string, string> = { Accept: 'application/json' };
+    if (token !== null) headers['Authorization'] = `Bearer ${token}`;
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    let response: Response;
+    try {
+      response = await options.fetch(`${baseUrl}${path}`, {
+        method,
+        headers,
+        ...(body !== undefined && { body: JSON.stringify(body) }),
+        credentials: 'omit',
+        cache: 'no-store',
+        // A redirect could carry the bearer elsewhere: treat it as an answer, not follow it.
+        redirect: 'manual',
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (error) {
+      throw new ProblemError(
+        { code: isTimeout(error) ? 'timeout' : 'broker_unreachable' },
+        {
+          cause: error,
+        },
+      );
+    }
+    if (!response.ok) throw new ProblemError(await problemFromResponse(response, now));
+    return response;
+  }
+
+  async function json(response: Response): Promise<unknown> {
+    try {
+      return await response.json();
+    } catch (error) {
+      throw new ProblemError({ code: 'unexpected' }, { cause: error });
+    }
+  }
+
+  return {
+    baseUrl,
+    async ping() {
+      try {
+        await options.fetch(`${baseUrl}${routes.healthz}`, {
+          credentials: 'omit',
+          cache: 'no-store',
+          redirect: 'manual',
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+      } catch (error) {
+        throw new ProblemError(
+          { code: isTimeout(error) ? 'timeout' : 'broker_unreachable' },
+          {
+            cause: error,
+          },
+        );
+      }
+    },
+    async createSession(body, token) {
+      const response = await send('POST', routes.session, token, body);
+      const parsed = sessionCreateResponseSchema.safeParse(await json(response));
+      if (!parsed.success) throw new ProblemError({ code: 'unexpected' });
+      return parsed.data;
+    },
+    async listConnections(token) {
+      const response = await send('GET', routes.connections, token);
+      const parsed = connectionsResponseSchema.safeParse(await json(response));
+      if (!parsed.success) throw new ProblemError({ code: 'unexpected' });
+      return parsed.data.connections;
+    },
+    async getUser(token, connectionId) {
+      return json(await send('GET', routes.proxy(connectionId, 'users.me'), token));
+    },
+    async deleteConnection(token, connectionId) {
+      await send('DELETE', routes.connection(connectionId), token);
+    },
+    async deleteSession(token) {
+      await send('DELETE', routes.session, token);
+    },
+  };
+}
+
+function isTimeout(error: unknown): boolean {
+  return error instanceof DOMException && error.name === 'TimeoutError';
+}
+
+/** Translates a non-2xx answer into a problem; exported for its table test. */
+export async function problemFromResponse(response: Response, now: () => number): Promise<Problem> {
+  const retryAt = parseRetryAfter(response.headers.get('Retry-After'), now());
+  const withRetry = (code: ProblemCode): Problem =>
+    retryAt === undefined ? { code } : { code, retryAt };
+  let body: unknown = undefined;
+  try {
+    body = await response.json();
+  } catch {
+    // Not JSON: a proxy's or a server's own error page. Classified by status below.
+  }
+  const parsed = errorBodySchema.safeParse(body);
+  if (parsed.success) return withRetry(parsed.data.error);
+  return withRetry(problemCodeForStatus(response.status, response.type));
+}
+
+function problemCodeForStatus(status: number, type: ResponseType): ProblemCode {
+  if (type === 'opaqueredirect' || (status >= 300 && status < 400)) return 'unexpected';
+  if (status === 401) return 'invalid_session';
+  if (status === 404) return 'not_found';
+  if (status === 429) return 'rate_limited';
+  // Without the broker's JSON body, a gateway error means the broker itself is not there.
+  if (status === 502 || status === 503 || status === 504) return 'broker_unreachable';
+  if (status >= 500) return 'server_error';
+  return 'unexpected';
+}
+
+/** `Retry-After`: delay-seconds or an HTTP date; undefined when absent or unreadable. */
+export function parseRetryAfter(header: string | null, nowMs: number): number | undefined {
+  if (header === null) return undefined;
+  const value = header.trim();
+  if (/^\d+$/.test(value)) return nowMs + Number(value) * 1000;
+  // An HTTP date has a weekday and a month name; anything else ("-5", "1.5") is unreadable.
+  if (!/[a-z]/i.test(value)) return undefined;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(date, nowMs);
+}

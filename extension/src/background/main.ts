@@ -1,0 +1,41 @@
+import { browser } from 'wxt/browser';
+import { BUILD_BROKER_URL } from '../build-env.ts';
+import { createStateStore, definePersistedStateItem } from '../state/persisted.ts';
+import { createViewStore, viewItem } from '../state/view.ts';
+import { createMessageListener } from './message-listener.ts';
+import { createBackground } from './service.ts';
+
+const KEEP_ALIVE_MS = 20_000;
+
+/**
+ * Wires the background to the real browser. Must run synchronously at start-up so that the
+ * message listener is registered before the event that woke the worker is dispatched.
+ */
+export function startBackground(): void {
+  const background = createBackground({
+    buildBrokerUrl: BUILD_BROKER_URL,
+    state: createStateStore(definePersistedStateItem(BUILD_BROKER_URL)),
+    view: createViewStore(viewItem, () => BUILD_BROKER_URL),
+    fetch: (input, init) => fetch(input, init),
+    now: () => Date.now(),
+    identity: {
+      getRedirectURL: () => browser.identity.getRedirectURL(),
+      launchWebAuthFlow: (url) => browser.identity.launchWebAuthFlow({ url, interactive: true }),
+    },
+    hasHostPermission: (pattern) => browser.permissions.contains({ origins: [pattern] }),
+    keepAlive: () => {
+      // An extension API call resets the service worker's idle timer; the user may spend
+      // minutes on the provider's pages, and the flow's result lives in this worker's memory.
+      const timer = setInterval(() => void browser.runtime.getPlatformInfo(), KEEP_ALIVE_MS);
+      return () => clearInterval(timer);
+    },
+    log: (event, fields) => console.info(`[baton] ${event}`, fields ?? {}),
+  });
+  browser.runtime.onMessage.addListener(
+    createMessageListener(
+      background.handlers,
+      (sender) => sender.id === browser.runtime.id,
+      (type, error) => console.error(`[baton] ${type} failed`, error),
+    ),
+  );
+}

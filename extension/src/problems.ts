@@ -1,0 +1,43 @@
+import type { AuthRedirectError, ErrorCode } from '@baton/shared';
+
+/**
+ * Everything that can go wrong, as the popup explains it. The broker's own codes (`ErrorCode`)
+ * and the flow's redirect errors (`AuthRedirectError`) come from @baton/shared; the rest are the
+ * extension's: the broker can't be reached, the user closed the window, and so on.
+ */
+export type ProblemCode =
+  | ErrorCode
+  | AuthRedirectError
+  | 'broker_unreachable'
+  | 'timeout'
+  | 'permission_missing'
+  | 'cancelled'
+  | 'auth_page_failed'
+  | 'interrupted'
+  | 'unexpected';
+
+export interface Problem {
+  readonly code: ProblemCode;
+  /** When the broker said to try again (`Retry-After`), as epoch milliseconds. */
+  readonly retryAt?: number;
+}
+
+/** Thrown by the broker client and the flow; caught and turned into state at one place each. */
+export class ProblemError extends Error {
+  readonly problem: Problem;
+
+  constructor(problem: Problem, options?: ErrorOptions) {
+    super(problem.code, options);
+    this.name = 'ProblemError';
+    this.problem = problem;
+  }
+}
+
+export function toProblem(error: unknown): Problem {
+  return error instanceof ProblemError ? error.problem : { code: 'unexpected' };
+}
+
+/** Problems the user caused on purpose or that are plain information, not failures. */
+export function isBenign(code: ProblemCode): boolean {
+  return code === 'cancelled';
+}

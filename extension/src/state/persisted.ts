@@ -1,0 +1,131 @@
+import { LOCALES, type Locale } from '@baton/shared';
+import { storage } from 'wxt/utils/storage';
+import { parseBrokerUrl } from '../broker-url.ts';
+
+/**
+ * What survives a browser restart, in `storage.local`, as one versioned item.
+ *
+ * v1 (the first cut) kept a flat `{ brokerUrl?, locale?, sessionToken? }`: nothing said which
+ * broker had issued the token, so changing the broker URL would have sent it to the new one.
+ * v2 binds the token to the broker URL that issued it; the extension only ever sends it there.
+ */
+export const STATE_KEY = 'local:state';
+export const STATE_VERSION = 2;
+
+export interface Settings {
+  /** null: the broker the extension was built for. */
+  readonly brokerUrl: string | null;
+  /** Default language of the authorization pages; null: from the browser's languages. */
+  readonly locale: Locale | null;
+}
+
+export interface StoredSession {
+  readonly sessionToken: string;
+  /** The broker that issued the token, normalised; the token is sent nowhere else. */
+  readonly brokerUrl: string;
+}
+
+export interface PersistedState {
+  readonly settings: Settings;
+  readonly session: StoredSession | null;
+}
+
+export const INITIAL_STATE: PersistedState = {
+  settings: { brokerUrl: null, locale: null },
+  session: null,
+};
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isLocale(value: unknown): value is Locale {
+  return typeof value === 'string' && (LOCALES as readonly string[]).includes(value);
+}
+
+function isNonEmptyString(value: unknown): value is string {
+  return typeof value === 'string' && value !== '';
+}
+
+/**
+ * Reads a stored value defensively: a malformed part falls back to its initial value (a bad
+ * session is dropped, bad settings become the defaults), never an exception.
+ */
+export function parsePersistedState(value: unknown): PersistedState {
+  if (!isRecord(value)) return INITIAL_STATE;
+  const settings = isRecord(value['settings']) ? value['settings'] : {};
+  const brokerUrl = settings['brokerUrl'];
+  const session = isRecord(value['session']) ? value['session'] : null;
+  return {
+    settings: {
+      brokerUrl: isNonEmptyString(brokerUrl) && parseBrokerUrl(brokerUrl).ok ? brokerUrl : null,
+      locale: isLocale(settings['locale']) ? settings['locale'] : null,
+    },
+    session:
+      session !== null &&
+      isNonEmptyString(session['sessionToken']) &&
+      isNonEmptyString(session['brokerUrl'])
+        ? { sessionToken: session['sessionToken'], brokerUrl: session['brokerUrl'] }
+        : null,
+  };
+}
+
+/**
+ * v1 → v2. A v1 token can only have come from the broker that was configured then (the
+ * stored URL, or else the build's), so that is the broker it gets bound to.
+ */
+export function migrateV1toV2(value: unknown, buildBrokerUrl: string): PersistedState {
+  const v1 = isRecord(value) ? value : {};
+  const stored = typeof v1['brokerUrl'] === 'string' ? parseBrokerUrl(v1['brokerUrl']) : null;
+  const brokerUrl = stored?.ok === true ? stored.url : null;
+  const token = v1['sessionToken'];
+  return {
+    settings: { brokerUrl, locale: isLocale(v1['locale']) ? v1['locale'] : null },
+    session:
+      typeof token === 'string' && token !== ''
+        ? { sessionToken: token, brokerUrl: brokerUrl ?? buildBrokerUrl }
+        : null,
+  };
+}
+
+export type PersistedStateItem = ReturnType<typeof definePersistedStateItem>;
+
+/**
+ * Defines the item (which starts its migration at once). The background defines it once;
+ * tests define it after seeding storage with an older version.
+ */
+export function definePersistedStateItem(buildBrokerUrl: string) {
+  return storage.defineItem<PersistedState>(STATE_KEY, {
+    fallback: INITIAL_STATE,
+    version: STATE_VERSION,
+    migrations: {
+      2: (v1: unknown) => migrateV1toV2(v1, buildBrokerUrl),
+    },
+  });
+}
+
+/**
+ * Serialised read-modify-write over the item: the background is its only writer, and the flow,
+ * the refresh and the options page may all want to change it at once.
+ */
+export interface StateStore {
+  read(): Promise<PersistedState>;
+  update(change: (state: PersistedState) => PersistedState): Promise<PersistedState>;
+}
+
+export function createStateStore(item: PersistedStateItem): StateStore {
+  let queue: Promise<unknown> = Promise.resolve();
+  const read = async () => parsePersistedState(await item.getValue());
+  return {
+    read,
+    update(change) {
+      const next = queue.then(async () => {
+        const updated = change(await read());
+        await item.setValue(updated);
+        return updated;
+      });
+      queue = next.catch(() => undefined);
+      return next;
+    },
+  };
+}

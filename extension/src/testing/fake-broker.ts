@@ -1,0 +1,272 @@
+import {
+  codeChallengeS256,
+  ERROR_STATUS,
+  routes,
+  type Connection,
+  type DisconnectedReason,
+  type ErrorCode,
+} from '@baton/shared';
+
+/**
+ * An in-memory broker behind an injected `fetch`, for the background's unit tests: it keeps
+ * sessions, one-time handoffs (checking the PKCE verifier against the challenge the flow sent to
+ * /auth/start), connections and user records, and records every request it receives. Tests can
+ * make any route fail, or hold an answer until they release it (no sleeps).
+ */
+export interface RecordedRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly path: string;
+  readonly authorization: string | null;
+  readonly body: unknown;
+  readonly credentials: RequestCredentials | undefined;
+}
+
+export interface FakeLicence {
+  /** The connection id the broker gives this licence within a session. */
+  readonly connectionId: string;
+  readonly user: unknown;
+  readonly apiOrigin?: string;
+}
+
+interface StoredConnection {
+  connection: Connection;
+  user: unknown;
+}
+
+type Override = (request: RecordedRequest) => Response | Promise<Response> | undefined;
+
+export function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}) {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'Content-Type': 'application/json', ...headers },
+  });
+}
+
+export function errorResponse(code: ErrorCode, headers: Record<string, string> = {}) {
+  return jsonResponse(ERROR_STATUS[code], { error: code, message: `fake ${code}` }, headers);
+}
+
+export class FakeBroker {
+  readonly requests: RecordedRequest[] = [];
+  /** When true, every request fails like a closed port. */
+  unreachable = false;
+  private readonly sessions = new Map<string, Map<string, StoredConnection>>();
+  private readonly handoffs = new Map<string, { licence: FakeLicence; challenge: string }>();
+  private readonly overrides: {
+    method: string;
+    path: string | RegExp;
+    once: boolean;
+    answer: Override;
+  }[] = [];
+  private counter = 0;
+
+  readonly baseUrl: string;
+  private readonly now: () => number;
+
+  constructor(baseUrl: string, now: () => number = () => Date.UTC(2025, 0, 15, 9, 30)) {
+    this.baseUrl = baseUrl;
+    this.now = now;
+  }
+
+  /** What the broker's /auth/callback would do: remember a one-time handoff for `licence`. */
+  issueHandoff(licence: FakeLicence, challenge: string): string {
+    this.counter += 1;
+    const handoff = `handoff-${this.counter}-${licence.connectionId}`;
+    this.handoffs.set(handoff, { licence, challenge });
+    return handoff;
+  }
+
+  /** Seeds a session directly (as if earlier flows had happened). */
+  seedSession(
+    token: string,
+    licences: readonly (FakeLicence & {
+      status?: 'connected' | 'disconnected';
+      reason?: DisconnectedReason;
+    })[],
+  ): void {
+    const connections = new Map<string, StoredConnection>();
+    for (const licence of licences) {
+      const stored = this.connectionFor(licence);
+      if (licence.status === 'disconnected') {
+        stored.connection = {
+          ...stored.connection,
+          status: 'disconnected',
+          access_expires_at: null,
+          ...(licence.reason !== undefined && { disconnected_reason: licence.reason }),
+        };
+      }
+      connections.set(licence.connectionId, stored);
+    }
+    this.sessions.set(token, connections);
+  }
+
+  /** Marks a connection disconnected, as a failed refresh on the broker would. */
+  disconnect(token: string, connectionId: string, reason?: DisconnectedReason): void {
+    const stored = this.sessions.get(token)?.get(connectionId);
+    if (stored === undefined) throw new Error(`no connection ${connectionId} in ${token}`);
+    stored.connection = {
+      ...stored.connection,
+      status: 'disconnected',
+      access_expires_at: null,
+      ...(reason !== undefined && { disconnected_reason: reason }),
+    };
+  }
+
+  sessionTokens(): string[] {
+    return [...this.sessions.keys()];
+  }
+
+  connectionIds(token: string): string[] {
+    return [...(this.sessions.get(token)?.keys() ?? [])];
+  }
+
+  /** Answers `method path` with `answer` instead of the normal behaviour. */
+  override(
+    method: string,
+    path: string | RegExp,
+    answer: Override,
+    options: { once?: boolean } = {},
+  ) {
+    this.overrides.push({ method, path, once: options.once ?? false, answer });
+  }
+
+  fail(
+    method: string,
+    path: string | RegExp,
+    response: () => Response,
+    options: { once?: boolean } = {},
+  ) {
+    this.override(method, path, () => response(), options);
+  }
+
+  /**
+   * Answers the next `method path` as things stand when it arrives, but delivers that answer only
+   * on `release()` (a response in flight); `reached` resolves when the request arrives.
+   */
+  hold(method: string, path: string | RegExp) {
+    let release!: () => void;
+    let arrived!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const reached = new Promise<void>((resolve) => (arrived = resolve));
+    this.override(
+      method,
+      path,
+      (request) => {
+        arrived();
+        const answer = this.handle(request);
+        return released.then(() => answer);
+      },
+      { once: true },
+    );
+    return { reached, release };
+  }
+
+  requestsTo(method: string, path: string | RegExp): RecordedRequest[] {
+    return this.requests.filter((r) => r.method === method && matches(r.path, path));
+  }
+
+  readonly fetch: typeof fetch = async (input, init) => {
+    const url = new URL(
+      typeof input === 'string' ? input : input instanceof URL ? input.href : input.url,
+    );
+    const headers = new Headers(init?.headers);
+    const bodyText = typeof init?.body === 'string' ? init.body : null;
+    const request: RecordedRequest = {
+      method: init?.method ?? 'GET',
+      url: url.href,
+      path: url.pathname,
+      authorization: headers.get('Authorization'),
+      body: bodyText === null ? undefined : (JSON.parse(bodyText) as unknown),
+      credentials: init?.credentials,
+    };
+    this.requests.push(request);
+    if (this.unreachable || !url.href.startsWith(`${this.baseUrl}/`)) {
+      throw new TypeError('Failed to fetch');
+    }
+    const index = this.overrides.findIndex(
+      (o) => o.method === request.method && matches(request.path, o.path),
+    );
+    const override = this.overrides[index];
+    if (override !== undefined) {
+      if (override.once) this.overrides.splice(index, 1);
+      const answer = await override.answer(request);
+      if (answer !== undefined) return answer;
+    }
+    return this.handle(request);
+  };
+
+  private connectionFor(licence: FakeLicence): StoredConnection {
+    return {
+      connection: {
+        id: licence.connectionId,
+        status: 'connected',
+        api_origin: licence.apiOrigin ?? 'https://api.provider.example',
+        connected_at: new Date(this.now()).toISOString(),
+        access_expires_at: new Date(this.now() + 3_600_000).toISOString(),
+      },
+      user: licence.user,
+    };
+  }
+
+  private session(request: RecordedRequest): Map<string, StoredConnection> | undefined {
+    const token = request.authorization?.replace(/^Bearer /, '');
+    return token === undefined ? undefined : this.sessions.get(token);
+  }
+
+  private async handle(request: RecordedRequest): Promise<Response> {
+    const { method, path } = request;
+    if (method === 'GET' && path === routes.healthz) return jsonResponse(200, { status: 'ok' });
+    if (method === 'POST' && path === routes.session) return this.createSession(request);
+    const session = this.session(request);
+    if (session === undefined) return errorResponse('invalid_session');
+    if (method === 'DELETE' && path === routes.session) {
+      this.sessions.delete(request.authorization?.replace(/^Bearer /, '') ?? '');
+      return new Response(null, { status: 204 });
+    }
+    if (method === 'GET' && path === routes.connections) {
+      return jsonResponse(200, { connections: [...session.values()].map((s) => s.connection) });
+    }
+    const proxy = /^\/connections\/([^/]+)\/api\/users\.me$/.exec(path);
+    if (method === 'GET' && proxy !== null) {
+      const stored = session.get(decodeURIComponent(proxy[1] ?? ''));
+      if (stored === undefined) return errorResponse('not_found');
+      if (stored.connection.status === 'disconnected')
+        return errorResponse('reauthorization_required');
+      return jsonResponse(200, stored.user);
+    }
+    const one = /^\/connections\/([^/]+)$/.exec(path);
+    if (method === 'DELETE' && one !== null) {
+      const id = decodeURIComponent(one[1] ?? '');
+      if (!session.delete(id)) return errorResponse('not_found');
+      return new Response(null, { status: 204 });
+    }
+    return errorResponse('not_found');
+  }
+
+  private async createSession(request: RecordedRequest): Promise<Response> {
+    const body = request.body as { handoff?: string; code_verifier?: string } | undefined;
+    const pending = body?.handoff === undefined ? undefined : this.handoffs.get(body.handoff);
+    // Consumed before it is checked: a replay finds nothing.
+    if (body?.handoff !== undefined) this.handoffs.delete(body.handoff);
+    if (pending === undefined || body?.code_verifier === undefined)
+      return errorResponse('invalid_grant');
+    if ((await codeChallengeS256(body.code_verifier)) !== pending.challenge)
+      return errorResponse('invalid_grant');
+    let token = request.authorization?.replace(/^Bearer /, '');
+    if (token === undefined || !this.sessions.has(token)) {
+      this.counter += 1;
+      token = `session-${this.counter}`;
+      this.sessions.set(token, new Map());
+    }
+    const session = this.sessions.get(token);
+    if (session === undefined) throw new Error('unreachable');
+    const stored = this.connectionFor(pending.licence);
+    session.set(pending.licence.connectionId, stored);
+    return jsonResponse(201, { session_token: token, connection: stored.connection });
+  }
+}
+
+function matches(path: string, pattern: string | RegExp): boolean {
+  return typeof pattern === 'string' ? path === pattern : pattern.test(path);
+}
