@@ -1,0 +1,214 @@
+import { DEMO_PASSWORD } from '@baton/sandbox';
+import { DEV_FIREFOX_GECKO_ID } from '@baton/shared';
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import {
+  launchChromium,
+  launchFirefox,
+  type ExtensionBrowser,
+  type UiPage,
+} from '../support/browsers.ts';
+import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';
+import { dumpRedis } from '../support/leaks.ts';
+
+const port = inject('brokerPort');
+const output = (name: string) =>
+  fileURLToPath(new URL(`../../extension/.output/${name}`, import.meta.url));
+const resultsRoot = fileURLToPath(new URL('../../test-results/e2e/', import.meta.url));
+
+const ACCOUNT = 'lotte.vermeulen@example.be';
+const FIRST = 'lic-1001';
+const SECOND = 'lic-1002';
+
+const card = (id?: string, status?: string) =>
+  `[data-testid="connection-card"]${id ? `[data-connection-id="${id}"]` : ''}${status ? `[data-status="${status}"]` : ''}`;
+
+/** Things that break when a window closes under a click: the flow finished, which is fine. */
+const closedUnderUs = (error: unknown) => {
+  if (!/closed|detached|Target|destroyed|No target|context/i.test(String(error))) throw error;
+};
+
+describe.each([
+  { name: 'chromium', launch: () => launchChromium(output('chrome-mv3')) },
+  { name: 'firefox', launch: () => launchFirefox(output('firefox-mv3'), DEV_FIREFOX_GECKO_ID) },
+])('in $name', ({ name, launch }) => {
+  let stack: E2eStack;
+  let browser: ExtensionBrowser;
+  let popup: UiPage;
+  const shots = join(resultsRoot, name);
+  let step = 0;
+  let firstId: string | null = null;
+  const shot = async (label: string) => {
+    step += 1;
+    await popup.screenshot(join(shots, `${String(step).padStart(2, '0')}-${label}.png`));
+  };
+
+  beforeAll(async () => {
+    await mkdir(shots, { recursive: true });
+    console.log(`[e2e] ${name} screenshots: ${shots}`);
+    stack = await startE2eStack(port);
+    browser = await launch();
+    popup = await browser.openPopup();
+    await popup.waitFor('[data-testid="connect-button"]');
+  });
+
+  afterEach(async (context) => {
+    if (context.task.result?.state !== 'fail') return;
+    const label = context.task.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 60);
+    await popup.screenshot(join(shots, `FAILED-${label}.png`)).catch(() => {});
+    await writeFile(
+      join(shots, `FAILED-${label}.log`),
+      [...browser.console, '--- broker ---', ...stack.broker.lines].join('\n'),
+    );
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.close();
+  });
+
+  const sandbox = () => stack.sandbox.sandbox.control;
+
+  /** Press a button that starts the flow and go through the sandbox's real pages. */
+  async function authorizeThrough(
+    button: string,
+    licenseId: string,
+    decision: 'authorize' | 'deny' = 'authorize',
+  ) {
+    const window = await browser.authWindow(() => popup.click(button), stack.sandbox.url);
+    await window.waitFor('#email');
+    await window.fill('#email', ACCOUNT);
+    await window.fill('#password', DEMO_PASSWORD);
+    await window.click('#login');
+    await window.waitFor(`#license-${licenseId}`);
+    await window.click(`#license-${licenseId}`);
+    await window.click('#continue');
+    await window.waitFor(`#${decision}`);
+    await window.click(`#${decision}`).catch(closedUnderUs);
+  }
+
+  async function storedState(): Promise<string> {
+    return JSON.stringify(
+      await popup.evaluate(`(async () => {
+        const api = globalThis.browser ?? globalThis.chrome;
+        return { local: await api.storage.local.get(null), session: await api.storage.session.get(null) };
+      })()`),
+    );
+  }
+  const sessionToken = async (): Promise<string | undefined> => {
+    const state = JSON.parse(await storedState()) as { local: Record<string, unknown> };
+    const found = JSON.stringify(state.local).match(/"sessionToken":"([A-Za-z0-9_-]{43})"/);
+    return found?.[1];
+  };
+
+  it('1. connects a license through the real login and license picker, and shows its user', async () => {
+    await shot('signed-out');
+    await authorizeThrough('[data-testid="connect-button"]', FIRST);
+    await popup.waitFor(card(undefined, 'connected'));
+    await popup.waitFor('[data-testid="user-name"]', 'Lotte Vermeulen');
+    await popup.waitFor('[data-testid="license-name"]', 'Bakkerij Vermeulen');
+    await shot('connected');
+    expect(sandbox().counters().code_exchanges).toBe(1);
+    [firstId = null] = await popup.attributes(card(), 'data-connection-id');
+    expect(firstId).toBeTruthy();
+
+    // The extension holds no provider token and no client secret, in storage or in its bundle.
+    const stored = await storedState();
+    const bundle = await readBundle(output(name === 'chromium' ? 'chrome-mv3' : 'firefox-mv3'));
+    for (const secret of sandbox().secrets()) {
+      expect(stored).not.toContain(secret);
+      expect(bundle).not.toContain(secret);
+    }
+  });
+
+  it('2. a second license joins the same session and both show', async () => {
+    const tokenBefore = await sessionToken();
+    await authorizeThrough('[data-testid="connect-button"]', SECOND);
+    await popup.waitFor('[data-testid="license-name"]', 'Vermeulen & Zonen Vastgoed');
+    expect(await popup.count(card(undefined, 'connected'))).toBe(2);
+    expect(await sessionToken()).toBe(tokenBefore);
+    await shot('two-licenses');
+  });
+
+  it('3. says so when the user denies access, and stores nothing', async () => {
+    const keysBefore = (await dumpRedis(stack.redis.url)).filter((line) =>
+      line.includes(':connection:'),
+    );
+    const exchanges = sandbox().counters().code_exchanges;
+    await authorizeThrough('[data-testid="connect-button"]', FIRST, 'deny');
+    await popup.waitFor('[data-testid="status-message"]');
+    expect((await popup.texts('[data-testid="status-message"]')).join(' ')).toMatch(
+      /denied|refused|declined/i,
+    );
+    await shot('access-denied');
+    expect(sandbox().counters().code_exchanges).toBe(exchanges);
+    const keysAfter = (await dumpRedis(stack.redis.url)).filter((line) =>
+      line.includes(':connection:'),
+    );
+    expect(keysAfter.length).toBe(keysBefore.length);
+    expect(await popup.count(card())).toBe(2);
+  });
+
+  it('4. keeps showing data when the access token expires, with exactly one refresh', async () => {
+    sandbox().reset();
+    sandbox().expireAccessTokens(FIRST);
+    await popup.click('[data-testid="refresh-button"]');
+    await popup.waitFor('[data-testid="user-name"]', 'Lotte Vermeulen');
+    await popup.waitForGone('[aria-busy="true"]');
+    expect(await popup.count(card(undefined, 'connected'))).toBe(2);
+    expect(sandbox().counters().refreshes).toBe(1);
+    expect(sandbox().counters().reuse_detected).toBe(0);
+    await shot('after-refresh');
+  });
+
+  it('5. shows a revoked grant as disconnected, and Reconnect restores it with the same id', async () => {
+    sandbox().revokeGrant(FIRST);
+    sandbox().expireAccessTokens(FIRST);
+    await popup.click('[data-testid="refresh-button"]');
+    await popup.waitFor(card(undefined, 'disconnected'));
+    await popup.waitFor('[data-testid="reconnect-button"]');
+    await shot('disconnected');
+    expect(await popup.attributes(card(undefined, 'disconnected'), 'data-connection-id')).toEqual([
+      firstId,
+    ]);
+
+    await authorizeThrough(`${card(firstId!)} [data-testid="reconnect-button"]`, FIRST);
+    await popup.waitFor(card(firstId!, 'connected'));
+    expect(await popup.count(card(undefined, 'connected'))).toBe(2);
+    await shot('reconnected');
+  });
+
+  it('6. disconnect and sign out remove everything, at the broker and in Redis', async () => {
+    const token = await sessionToken();
+    expect(token).toBeDefined();
+    const sid = createHash('sha256').update(token!).digest('base64url');
+    await popup.click(`${card(firstId!)} [data-testid="disconnect-button"]`);
+    await popup.waitForGone(card(firstId!));
+    expect(await popup.count(card())).toBe(1);
+    await shot('one-disconnected');
+
+    await popup.click('[data-testid="sign-out-button"]');
+    await popup.waitFor('[data-testid="signed-out"]');
+    await shot('signed-out-again');
+    const connections = await fetch(`${stack.broker.url}/connections`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(connections.status).toBe(401);
+    expect((await dumpRedis(stack.redis.url)).filter((line) => line.includes(sid))).toEqual([]);
+    expect(await sessionToken()).toBeUndefined();
+  });
+});
+
+async function readBundle(dir: string): Promise<string> {
+  const files = await readdir(dir, { recursive: true, withFileTypes: true });
+  const texts = await Promise.all(
+    files
+      .filter((entry) => entry.isFile() && /\.(js|json|html|css)$/.test(entry.name))
+      .map((entry) => readFile(join(entry.parentPath, entry.name), 'utf8')),
+  );
+  expect(texts.length).toBeGreaterThan(0);
+  return texts.join('\n');
+}

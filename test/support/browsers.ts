@@ -1,0 +1,197 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page as PwPage } from 'playwright-core';
+import puppeteer, { type Browser as PpBrowser, type Page as PpPage } from 'puppeteer-core';
+
+/** What a test does with a page, the same in both browsers. Selectors are CSS. */
+export interface UiPage {
+  readonly url: () => string;
+  click(selector: string): Promise<void>;
+  fill(selector: string, value: string): Promise<void>;
+  /** Waits until `selector` exists and, with `text`, contains it. */
+  waitFor(selector: string, text?: string): Promise<void>;
+  /** Waits until no element matches. */
+  waitForGone(selector: string): Promise<void>;
+  count(selector: string): Promise<number>;
+  texts(selector: string): Promise<string[]>;
+  attributes(selector: string, name: string): Promise<(string | null)[]>;
+  /** Evaluates an expression (may return a promise) in the page. */
+  evaluate<T>(expression: string): Promise<T>;
+  screenshot(path: string): Promise<void>;
+}
+
+export interface ExtensionBrowser {
+  readonly name: 'chromium' | 'firefox';
+  /** Console lines of the extension's pages and the auth window, for failure reports. */
+  readonly console: string[];
+  /** The popup, opened in a tab (a real popup closes when the auth window takes focus). */
+  openPopup(): Promise<UiPage>;
+  /** Run `trigger` and return the authorization window it opens, once the sandbox shows in it. */
+  authWindow(trigger: () => Promise<void>, sandboxOrigin: string): Promise<UiPage>;
+  close(): Promise<void>;
+}
+
+const TIMEOUT = 20_000;
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--lang=en-US',
+];
+
+/** Runs in the page: self-contained, no closure over this module. */
+const hasText = ([selector, text]: readonly [string, string | null]): boolean => {
+  const nodes = [...document.querySelectorAll(selector)];
+  return nodes.length > 0 && (text === null || nodes.some((n) => n.textContent?.includes(text)));
+};
+
+function playwrightPage(page: PwPage): UiPage {
+  page.setDefaultTimeout(TIMEOUT);
+  return {
+    url: () => page.url(),
+    click: (selector) => page.click(selector),
+    fill: (selector, value) => page.fill(selector, value),
+    waitFor: async (selector, text) => {
+      await page.waitForFunction(hasText, [selector, text ?? null] as const);
+    },
+    waitForGone: async (selector) => {
+      await page.waitForFunction((s) => document.querySelector(s) === null, selector);
+    },
+    count: (selector) => page.locator(selector).count(),
+    texts: (selector) => page.locator(selector).allTextContents(),
+    attributes: (selector, name) =>
+      page.$$eval(selector, (nodes, n) => nodes.map((node) => node.getAttribute(n)), name),
+    evaluate: (expression) => page.evaluate(expression),
+    screenshot: async (path) => {
+      await page.screenshot({ path });
+    },
+  };
+}
+
+export async function launchChromium(extensionDir: string): Promise<ExtensionBrowser> {
+  const profile = await mkdtemp(join(tmpdir(), 'baton-chromium-'));
+  const context: BrowserContext = await chromium.launchPersistentContext(profile, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: [
+      ...CHROMIUM_ARGS,
+      `--disable-extensions-except=${extensionDir}`,
+      `--load-extension=${extensionDir}`,
+    ],
+  });
+  const console: string[] = [];
+  const watch = (page: PwPage) =>
+    page.on('console', (message) => console.push(`[${page.url()}] ${message.text()}`));
+  context.on('page', watch);
+  const worker = context.serviceWorkers()[0] ?? (await context.waitForEvent('serviceworker'));
+  worker.on('console', (message) => console.push(`[background] ${message.text()}`));
+  const extensionId = new URL(worker.url()).host;
+
+  return {
+    name: 'chromium',
+    console,
+    async openPopup() {
+      const page = await context.newPage();
+      await page.goto(`chrome-extension://${extensionId}/popup.html`);
+      return playwrightPage(page);
+    },
+    async authWindow(trigger, sandboxOrigin) {
+      const opened = context.waitForEvent('page', { timeout: TIMEOUT });
+      await trigger();
+      const page = await opened;
+      await page.waitForURL((url) => url.origin === sandboxOrigin, { timeout: TIMEOUT });
+      return playwrightPage(page);
+    },
+    async close() {
+      await context.close();
+      await rm(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+function puppeteerPage(page: PpPage): UiPage {
+  page.setDefaultTimeout(TIMEOUT);
+  return {
+    url: () => page.url(),
+    click: (selector) => page.click(selector),
+    fill: async (selector, value) => {
+      await page.$eval(selector, (node) => ((node as HTMLInputElement).value = ''));
+      await page.type(selector, value);
+    },
+    waitFor: async (selector, text) => {
+      await page.waitForFunction(hasText, {}, [selector, text ?? null] as const);
+    },
+    waitForGone: async (selector) => {
+      await page.waitForFunction((s) => document.querySelector(s) === null, {}, selector);
+    },
+    count: async (selector) => (await page.$$(selector)).length,
+    texts: (selector) => page.$$eval(selector, (nodes) => nodes.map((n) => n.textContent ?? '')),
+    attributes: (selector, name) =>
+      page.$$eval(selector, (nodes, n) => nodes.map((node) => node.getAttribute(n)), name),
+    evaluate: (expression) => page.evaluate(expression) as never,
+    screenshot: async (path) => {
+      await page.screenshot({ path: path as `${string}.png` });
+    },
+  };
+}
+
+export const FIREFOX_UUID = '6c0ddc2a-6a43-4a5e-9c62-8b3e7f6a1d20';
+
+export async function launchFirefox(
+  extensionDir: string,
+  geckoId: string,
+): Promise<ExtensionBrowser> {
+  const profile = await mkdtemp(join(tmpdir(), 'baton-firefox-'));
+  const browser: PpBrowser = await puppeteer.launch({
+    browser: 'firefox',
+    executablePath: '/usr/bin/firefox-esr',
+    headless: true,
+    args: ['--remote-allow-system-access'],
+    userDataDir: profile,
+    extraPrefsFirefox: {
+      'extensions.webextensions.uuids': JSON.stringify({ [geckoId]: FIREFOX_UUID }),
+      'intl.locale.requested': 'en-US',
+    },
+  });
+  await browser.installExtension(extensionDir);
+  const console: string[] = [];
+  const watch = (page: PpPage) =>
+    page.on('console', (message) => console.push(`[${page.url()}] ${message.text()}`));
+
+  return {
+    name: 'firefox',
+    console,
+    async openPopup() {
+      const page = await browser.newPage();
+      watch(page);
+      // page.goto never resolves for moz-extension:// pages here; navigate without waiting.
+      await (
+        page.mainFrame() as unknown as {
+          browsingContext: { navigate(url: string, wait: 'none'): Promise<unknown> };
+        }
+      ).browsingContext.navigate(`moz-extension://${FIREFOX_UUID}/popup.html`, 'none');
+      await page.waitForSelector('body');
+      return puppeteerPage(page);
+    },
+    async authWindow(trigger, sandboxOrigin) {
+      const target = browser.waitForTarget(
+        (candidate) => candidate.type() === 'page' && candidate.url().startsWith(sandboxOrigin),
+        { timeout: TIMEOUT },
+      );
+      await trigger();
+      const page = await (await target).page();
+      if (!page) throw new Error('the authorization window has no page');
+      watch(page);
+      return puppeteerPage(page);
+    },
+    async close() {
+      await browser.close();
+      await rm(profile, { recursive: true, force: true });
+    },
+  };
+}
