@@ -16,6 +16,9 @@ const brokerUrl = process.env.WXT_BROKER_URL ?? `http://127.0.0.1:${brokerPort}`
 const children = new Set<ChildProcess>();
 let stopping = false;
 
+/** Child output is held back until the summary is printed, then passed through. */
+let passThrough = false;
+
 function run(name: string, command: string, args: string[], env: Record<string, string> = {}) {
   const child = spawn(command, args, {
     cwd: root,
@@ -24,19 +27,19 @@ function run(name: string, command: string, args: string[], env: Record<string, 
   });
   children.add(child);
   const lines: string[] = [];
+  const waiters = new Set<(line: string) => void>();
   const onLine = (line: string) => {
     lines.push(line);
     if (lines.length > 200) lines.shift();
-    if (ready.settled) console.log(`[${name}] ${line}`);
+    if (passThrough) console.log(`[${name}] ${line}`);
+    for (const waiter of waiters) waiter(line);
   };
   createInterface({ input: child.stdout! }).on('line', onLine);
   createInterface({ input: child.stderr! }).on('line', onLine);
-  const ready = { settled: false };
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   void exited.then((code) => {
     children.delete(child);
-    if (!stopping && !ready.settled) return;
-    if (!stopping) {
+    if (!stopping && passThrough) {
       console.error(`\n${name} stopped unexpectedly (exit ${code}).`);
       void stop(1);
     }
@@ -44,17 +47,14 @@ function run(name: string, command: string, args: string[], env: Record<string, 
   return {
     lines,
     exited,
-    /** Resolves once a line matches; rejects with the output if the process exits first. */
-    async waitFor(pattern: RegExp): Promise<void> {
-      await new Promise<void>((resolve, reject) => {
-        const check = (line: string) => {
-          if (pattern.test(line)) {
-            ready.settled = true;
-            resolve();
-          }
-        };
-        lines.forEach(check);
-        createInterface({ input: child.stdout! }).on('line', check);
+    /** Resolves with the first line that matches; rejects with the output if the process exits first. */
+    waitFor(pattern: RegExp): Promise<string> {
+      return new Promise<string>((resolve, reject) => {
+        const seen = lines.find((line) => pattern.test(line));
+        if (seen !== undefined) return resolve(seen);
+        waiters.add((line) => {
+          if (pattern.test(line)) resolve(line);
+        });
         void exited.then((code) =>
           reject(new Error(`${name} exited (${code}) before it was ready:\n${lines.join('\n')}`)),
         );
@@ -103,6 +103,15 @@ try {
     API_URL_ALLOWLIST: process.env.API_URL_ALLOWLIST ?? `http://127.0.0.1:${sandboxPort}`,
   });
   await broker.waitFor(/"broker listening"/);
+  const development = broker.lines
+    .map((line) => {
+      try {
+        return JSON.parse(line) as { msg?: string; defaults?: string[] };
+      } catch {
+        return {};
+      }
+    })
+    .find((entry) => entry.msg?.startsWith('DEVELOPMENT SETUP'));
   if (dev) {
     const wxt = run('wxt', 'pnpm', ['--filter', '@baton/extension', 'dev'], {
       WXT_BROKER_URL: brokerUrl,
@@ -130,8 +139,13 @@ ${
     Firefox:         about:debugging#/runtime/this-firefox → Load Temporary Add-on → ${out('firefox-mv3/manifest.json')}`
 }
   Then open the Baton popup and press Connect.
-  Stop with Ctrl-C.
+${
+  development?.defaults
+    ? `  DEVELOPMENT SETUP: insecure defaults for ${development.defaults.join(', ')}. Never deploy like this.\n`
+    : ''
+}  Stop with Ctrl-C.
 `);
+  passThrough = true;
 } catch (error) {
   console.error((error as Error).message);
   await stop(1);
