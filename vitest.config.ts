@@ -6,6 +6,7 @@ import { defineConfig } from 'vitest/config';
  */
 export default defineConfig({
   test: {
+    reporters: ['default', './test/support/summary-reporter.ts'],
     projects: [
       { test: { name: 'unit:shared', include: ['shared/src/**/*.test.ts'] } },
       { test: { name: 'unit:server', include: ['server/src/**/*.test.ts'] } },
