@@ -1,22 +1,12 @@
 import { routes } from '@baton/shared';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authorize, providerCallback, startFlow, TestBrowser } from '../support/flow.ts';
-import { expectNoLeaks } from '../support/leaks.ts';
 import { AttackerListener } from '../support/listener.ts';
-import { EXTENSION_REDIRECT, startBroker, startStack, type Stack } from '../support/stack.ts';
+import { EXTENSION_REDIRECT, startBroker, type Stack } from '../support/stack.ts';
+import { useStack } from '../support/use-stack.ts';
 
 let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack();
-});
-afterAll(async () => {
-  await expectNoLeaks(stack);
-  await stack.close();
-});
-beforeEach(() => {
-  stack.sandbox.sandbox.control.reset();
-});
+useStack((started) => (stack = started));
 
 const exchanges = () => stack.sandbox.sandbox.control.counters().code_exchanges;
 const tokenRequests = () =>

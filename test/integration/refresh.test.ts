@@ -1,23 +1,14 @@
 import { connectionsResponseSchema, routes } from '@baton/shared';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { call, connect } from '../support/flow.ts';
-import { expectNoLeaks } from '../support/leaks.ts';
-import { startStack, type Stack } from '../support/stack.ts';
+import type { Stack } from '../support/stack.ts';
+import { useStack } from '../support/use-stack.ts';
 
 const HOUR = 3_600_000;
 const MARGIN = 300_000;
 
 let stack: Stack;
-beforeAll(async () => {
-  stack = await startStack();
-});
-afterAll(async () => {
-  await expectNoLeaks(stack);
-  await stack.close();
-});
-beforeEach(() => {
-  stack.sandbox.sandbox.control.reset();
-});
+useStack((started) => (stack = started));
 
 const control = () => stack.sandbox.sandbox.control;
 const tokenCalls = () =>

@@ -1,20 +1,12 @@
 import { connectionsResponseSchema, routes } from '@baton/shared';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { authorize, call, connect, redeem } from '../support/flow.ts';
-import { dumpRedis, expectNoLeaks } from '../support/leaks.ts';
-import { startStack, type Stack } from '../support/stack.ts';
+import { dumpRedis } from '../support/leaks.ts';
+import type { Stack } from '../support/stack.ts';
+import { useStack } from '../support/use-stack.ts';
 
 let stack: Stack;
-beforeAll(async () => {
-  stack = await startStack();
-});
-afterAll(async () => {
-  await expectNoLeaks(stack);
-  await stack.close();
-});
-beforeEach(() => {
-  stack.sandbox.sandbox.control.reset();
-});
+useStack((started) => (stack = started));
 
 async function handoff(licenseId?: string) {
   const { result, verifier } = await authorize(stack, licenseId ? { licenseId } : {});
