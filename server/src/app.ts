@@ -29,7 +29,7 @@ export interface AppDeps {
   log: Logger;
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
-  /** Bound on one token request, in ms (default 10 s). */
+  /** Bound on one token request, in ms, instead of config.tokenTimeoutMs (lease: 5 s longer). */
   tokenTimeoutMs?: number;
 }
 
@@ -48,7 +48,9 @@ export function createApp(deps: AppDeps): BrokerApp {
   const now = deps.now ?? Date.now;
   const sleep =
     deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
-  const tokenTimeoutMs = deps.tokenTimeoutMs ?? 10_000;
+  const tokenTimeoutMs = deps.tokenTimeoutMs ?? config.tokenTimeoutMs;
+  const refreshLeaseMs =
+    deps.tokenTimeoutMs === undefined ? config.refreshLeaseMs : deps.tokenTimeoutMs + 5000;
   const sealer = createSealer(config.keyring);
   const provider = createProvider({
     clientId: config.clientId,
@@ -69,6 +71,7 @@ export function createApp(deps: AppDeps): BrokerApp {
     log,
     refreshAheadMs: config.refreshAheadMs,
     tokenTimeoutMs,
+    leaseMs: refreshLeaseMs,
   });
   let ready = true;
 

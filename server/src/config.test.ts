@@ -34,6 +34,18 @@ describe('loadConfig', () => {
     expect(config.refreshAheadMs).toBe(300_000);
     expect(config.port).toBe(8787);
     expect(config.host).toBe('127.0.0.1');
+    expect(config.tokenTimeoutMs).toBe(10_000);
+    expect(config.refreshLeaseMs).toBe(15_000);
+  });
+
+  it('reads the token timeout and the refresh lease, the lease 5 s longer unless given', () => {
+    expect(loadConfig({ ...production, TOKEN_TIMEOUT_MS: '1500' })).toMatchObject({
+      tokenTimeoutMs: 1500,
+      refreshLeaseMs: 6500,
+    });
+    expect(
+      loadConfig({ ...production, TOKEN_TIMEOUT_MS: '1500', REFRESH_LEASE_MS: '4000' }),
+    ).toMatchObject({ tokenTimeoutMs: 1500, refreshLeaseMs: 4000 });
   });
 
   it('falls back to a development setup outside production, and says which values it used', () => {
@@ -63,6 +75,12 @@ describe('loadConfig', () => {
     ],
     ['a bad port', { PORT: '99999' }, 'PORT'],
     ['a bad Redis URL', { REDIS_URL: 'http://redis' }, 'REDIS_URL'],
+    ['a token timeout that is not a number', { TOKEN_TIMEOUT_MS: 'soon' }, 'TOKEN_TIMEOUT_MS'],
+    [
+      'a refresh lease no longer than the token timeout',
+      { TOKEN_TIMEOUT_MS: '2000', REFRESH_LEASE_MS: '2000' },
+      'REFRESH_LEASE_MS must be longer than TOKEN_TIMEOUT_MS',
+    ],
     [
       'an extension redirect that is not exact',
       { EXTENSION_REDIRECT_URLS: 'https://abcdefghijklmnopabcdefghijklmnop.chromiumapp.org' },

@@ -24,6 +24,10 @@ export interface Config {
   trustProxy: boolean | number | string;
   logLevel: string;
   refreshAheadMs: number;
+  /** Bound on one token request (TOKEN_TIMEOUT_MS, default 10 s). */
+  tokenTimeoutMs: number;
+  /** Refresh lock lease (REFRESH_LEASE_MS, default TOKEN_TIMEOUT_MS + 5 s): outlives a request. */
+  refreshLeaseMs: number;
 }
 
 const DEV = {
@@ -66,6 +70,8 @@ const schema = z.object({
   TRUST_PROXY: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   REFRESH_AHEAD_SECONDS: z.coerce.number().int().min(0).max(3000).default(300),
+  TOKEN_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  REFRESH_LEASE_MS: z.coerce.number().int().min(200).max(600_000).optional(),
 });
 
 /** Thrown with every problem named, so an operator fixes them all in one go. */
@@ -156,6 +162,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     if (apiUrlAllowlist?.some((entry) => entry.scheme !== 'https'))
       problems.push('API_URL_ALLOWLIST entries must be https in production');
   }
+  const refreshLeaseMs = values.REFRESH_LEASE_MS ?? values.TOKEN_TIMEOUT_MS + 5000;
+  if (refreshLeaseMs <= values.TOKEN_TIMEOUT_MS)
+    problems.push('REFRESH_LEASE_MS must be longer than TOKEN_TIMEOUT_MS');
   if (problems.length > 0 || !apiUrlAllowlist || !keyring || !extensionRedirectUrls)
     throw new ConfigError(problems);
 
@@ -177,6 +186,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     trustProxy: parseTrustProxy(values.TRUST_PROXY),
     logLevel: values.LOG_LEVEL,
     refreshAheadMs: values.REFRESH_AHEAD_SECONDS * 1000,
+    tokenTimeoutMs: values.TOKEN_TIMEOUT_MS,
+    refreshLeaseMs,
   };
 }
 

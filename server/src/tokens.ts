@@ -35,8 +35,10 @@ export interface TokenServiceDeps {
   sleep: (ms: number) => Promise<void>;
   log: Logger;
   refreshAheadMs: number;
-  /** Bound on one token request; the lock's lease outlives it. */
+  /** Bound on one token request. */
   tokenTimeoutMs: number;
+  /** Lease of the refresh lock: longer than tokenTimeoutMs, it outlives the request it guards. */
+  leaseMs: number;
 }
 
 export interface TokenCounters {
@@ -60,7 +62,7 @@ interface Backoff {
  */
 export function createTokenService(deps: TokenServiceDeps) {
   const { store, connections, provider, now, log } = deps;
-  const leaseMs = deps.tokenTimeoutMs + 5000;
+  const { leaseMs } = deps;
   const inflight = new Map<string, Promise<LoadedConnection>>();
   const counters: TokenCounters = {
     lockAttempts: 0,
