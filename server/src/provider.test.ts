@@ -1,5 +1,7 @@
+import { Writable } from 'node:stream';
 import { MockAgent } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from './logger.ts';
 import { createProvider, ProviderError } from './provider.ts';
 
 const API_URL = 'https://eu.api.example.test/licenses/1';
@@ -76,5 +78,43 @@ describe('the token requests', () => {
     await expect(provider.refresh(API_URL, 'rt-0')).rejects.toMatchObject({
       failure: 'rejected',
     } satisfies Partial<ProviderError>);
+  });
+});
+
+describe('a token response the broker cannot use', () => {
+  const TOKEN = 'at-must-never-be-logged';
+
+  /** The log line the broker writes for `error` (as the code exchange does), as text. */
+  function logged(error: unknown): string {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, callback) {
+        lines.push(chunk.toString());
+        callback();
+      },
+    });
+    createLogger('info', sink).warn({ err: error }, 'code exchange failed');
+    return lines.join('');
+  }
+
+  it.each([
+    ['the bare token as text', TOKEN],
+    ['JSON with the token unquoted', `{"token_type":"Bearer","access_token": ${TOKEN}}`],
+    [
+      'JSON with the token in a wrong field type',
+      JSON.stringify({ ...TOKENS, access_token: [TOKEN] }),
+    ],
+    [
+      'JSON with a token that is not printable',
+      JSON.stringify({ ...TOKENS, access_token: `${TOKEN} x` }),
+    ],
+  ])('%s: lost, and neither the error nor its log line quotes the body', async (_name, body) => {
+    const { provider } = providerAnswering({ status: 200, body });
+    const error = await provider.exchangeCode(API_URL, 'code-1').catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ProviderError);
+    expect(error).toMatchObject({ failure: 'lost' });
+    const line = logged(error);
+    expect(line).toContain('token response is not a valid token set');
+    expect(line).not.toContain('at-must');
   });
 });

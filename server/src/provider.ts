@@ -106,12 +106,12 @@ export function createProvider(options: ProviderOptions) {
     } catch (cause) {
       throw new ProviderError('lost', 'token response unreadable or too large', { status, cause });
     }
-    let parsed: z.infer<typeof tokenResponseSchema>;
-    try {
-      parsed = tokenResponseSchema.parse(JSON.parse(text));
-    } catch (cause) {
+    const parsed = readTokenResponse(text);
+    if (typeof parsed === 'string') {
       // A 2xx we cannot use: the provider may have rotated, so the answer counts as lost.
-      throw new ProviderError('lost', 'token response is not a valid token set', { status, cause });
+      throw new ProviderError('lost', `token response is not a valid token set (${parsed})`, {
+        status,
+      });
     }
     return {
       accessToken: parsed.access_token,
@@ -134,6 +134,23 @@ export function createProvider(options: ProviderOptions) {
   };
 }
 export type Provider = ReturnType<typeof createProvider>;
+
+/**
+ * The token set of a token response, or what is wrong with it, named without quoting the body:
+ * parser and schema messages echo the text around the fault, and that text may be a token.
+ */
+function readTokenResponse(text: string): z.infer<typeof tokenResponseSchema> | string {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return 'not JSON';
+  }
+  const result = tokenResponseSchema.safeParse(json);
+  if (result.success) return result.data;
+  const fields = new Set(result.error.issues.map((issue) => issue.path.join('.') || 'body'));
+  return `invalid ${[...fields].join(', ')}`;
+}
 
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
 
