@@ -4,7 +4,7 @@ import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
 import type { AppDeps } from './app.ts';
 import { keys } from './keys.ts';
 import { createMemoryStore } from './store/memory.ts';
-import { createRedisStore, type RedisClient } from './store/redis.ts';
+import { bounded, createRedisStore, type RedisClient } from './store/redis.ts';
 
 /** FLOW_TTL in seconds, for the authorization window's session. */
 const AUTH_SESSION_TTL_SECONDS = 600;
@@ -21,14 +21,20 @@ export function storeDeps(
   return {
     store: createRedisStore(redis),
     sessionStore: new SessionRedisStore({
-      client: redis,
+      // The commands connect-redis sends for express-session, each bounded like the broker's own.
+      client: {
+        get: (key: string) => bounded(redis.get(key)),
+        set: (...args: Parameters<RedisClient['set']>) => bounded(redis.set(...args)),
+        expire: (...args: Parameters<RedisClient['expire']>) => bounded(redis.expire(...args)),
+        del: (...args: Parameters<RedisClient['del']>) => bounded(redis.del(...args)),
+      },
       prefix: keys.authSessionPrefix,
       ttl: AUTH_SESSION_TTL_SECONDS,
     }),
     rateLimitStore: (prefix) =>
       new RateLimitRedisStore({
         prefix: `${keys.rateLimitPrefix}${prefix}`,
-        sendCommand: (...args: string[]) => redis.sendCommand(args),
+        sendCommand: (...args: string[]) => bounded(redis.sendCommand(args)),
       }),
   };
 }

@@ -19,9 +19,29 @@ redis.call('SADD', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1`;
 
+/** A command Redis has not answered by then has failed: a frozen Redis must not hang requests. */
+export const REDIS_COMMAND_TIMEOUT_MS = 1000;
+
+/**
+ * `command`, failed with a StoreUnavailableError once it has gone unanswered for `ms`. node-redis's
+ * own command timeout stops counting once a command is written, so against a Redis that accepts
+ * connections but never answers (frozen, or a black-holed network) every request would hang.
+ */
+export function bounded<T>(command: Promise<T>, ms = REDIS_COMMAND_TIMEOUT_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(
+      () => reject(new StoreUnavailableError(`Redis did not answer within ${ms} ms`)),
+      ms,
+    );
+  });
+  return Promise.race([command, timeout]).finally(() => clearTimeout(timer));
+}
+
 /**
  * A node-redis client set up to fail fast: commands issued while disconnected are rejected at once
  * instead of queueing, so a Redis outage answers 503 quickly, and the client keeps reconnecting.
+ * Every command the broker or its libraries send goes through `bounded`.
  */
 export function createRedisClient(url: string): RedisClient {
   return createClient({
@@ -38,7 +58,7 @@ export function createRedisClient(url: string): RedisClient {
 export function createRedisStore(client: RedisClient): Store {
   const guard = async <T>(operation: () => Promise<T>): Promise<T> => {
     try {
-      return await operation();
+      return await bounded(operation());
     } catch (cause) {
       throw new StoreUnavailableError('Redis did not answer', { cause });
     }
