@@ -4,6 +4,7 @@ import { randomToken } from './crypto.ts';
 import { BrokerError, notFound } from './errors.ts';
 import { keys } from './keys.ts';
 import { ProviderError, type Provider } from './provider.ts';
+import { isStoreDown } from './store/errors.ts';
 import type { Store } from './store/types.ts';
 
 export type RefreshReason = 'disconnected' | 'fresh' | 'expiring' | 'expired';
@@ -54,6 +55,16 @@ interface Backoff {
   attempts: number;
 }
 
+/** The refresh lock a holder took; `kept` hands its release to a write still to come. */
+interface Lease {
+  key: string;
+  owner: string;
+  kept: boolean;
+}
+
+/** How often a rotated pair the store did not take is offered to it again. */
+const STORE_RETRY_MS = 250;
+
 /**
  * Keeps each connection's access token usable, with exactly one refresh per connection at a time
  * across every instance: an in-process single flight, then a Redis lock whose lease outlives the
@@ -101,10 +112,47 @@ export function createTokenService(deps: TokenServiceDeps) {
     return raw === null ? null : (JSON.parse(raw) as Backoff);
   }
 
+  /**
+   * Stores a rotated pair the store did not take because it was down: the provider has already
+   * used up the old refresh token, so this pair is the only one left. Offered again while the
+   * lease lasts; the lock is released only then, so no other holder refreshes with the used token
+   * meanwhile. The versioned write keeps whatever someone else stored since.
+   */
+  async function storeWhenBack(
+    sid: string,
+    record: ConnectionRecord,
+    version: number,
+    lease: Lease,
+  ): Promise<void> {
+    for (let attempt = 0; attempt < Math.ceil(leaseMs / STORE_RETRY_MS); attempt++) {
+      await deps.sleep(STORE_RETRY_MS);
+      try {
+        const written = await connections.save(sid, record, version);
+        if (written) await store.del(keys.backoff(sid, record.id));
+        await store.deleteIfEquals(lease.key, lease.owner);
+        log.warn(
+          { connection: record.id, written },
+          'the store answered again; stored the rotated pair unless a newer one was there',
+        );
+        return;
+      } catch (error) {
+        if (!isStoreDown(error)) {
+          log.error({ err: error, connection: record.id }, 'could not store a rotated pair');
+          return;
+        }
+      }
+    }
+    log.error(
+      { connection: record.id },
+      'the store stayed down for the whole lease; a rotated pair is lost',
+    );
+  }
+
   async function refreshHoldingLock(
     sid: string,
     id: string,
     failedAccessToken: string | undefined,
+    lease: Lease,
   ): Promise<LoadedConnection> {
     const current = await connections.load(sid, id);
     if (!current) throw notFound('Connection');
@@ -119,7 +167,14 @@ export function createTokenService(deps: TokenServiceDeps) {
       counters.refreshes++;
       const next: ConnectionRecord = { ...record, tokens };
       delete next.refreshLost;
-      if (!(await connections.save(sid, next, current.version))) {
+      const saved = await connections.save(sid, next, current.version).catch((error: unknown) => {
+        if (isStoreDown(error)) {
+          lease.kept = true;
+          void storeWhenBack(sid, next, current.version, lease);
+        }
+        throw error;
+      });
+      if (!saved) {
         // Only a holder whose lease ran out gets here: a newer pair is stored; keep that one.
         log.warn({ connection: id }, 'refresh finished after its lease; keeping the newer pair');
         return (await connections.load(sid, id)) ?? current;
@@ -185,12 +240,14 @@ export function createTokenService(deps: TokenServiceDeps) {
       const owner = randomToken(16);
       counters.lockAttempts++;
       if (await store.setIfAbsent(lockKey, owner, leaseMs)) {
+        const lease: Lease = { key: lockKey, owner, kept: false };
         try {
-          return await refreshHoldingLock(sid, id, failedAccessToken);
+          return await refreshHoldingLock(sid, id, failedAccessToken, lease);
         } finally {
-          await store.deleteIfEquals(lockKey, owner).catch((error: unknown) => {
-            log.warn({ err: error, connection: id }, 'could not release the refresh lock');
-          });
+          if (!lease.kept)
+            await store.deleteIfEquals(lockKey, owner).catch((error: unknown) => {
+              log.warn({ err: error, connection: id }, 'could not release the refresh lock');
+            });
         }
       }
       // Another instance is refreshing: wait for it to finish, then use what it stored.
