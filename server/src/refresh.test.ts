@@ -3,7 +3,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { createConnectionRepository, type ConnectionRecord } from './connections.ts';
 import { createSealer, parseKeyring } from './crypto.ts';
 import { keys } from './keys.ts';
-import type { Provider, TokenSet } from './provider.ts';
+import { ProviderError, type Provider, type TokenSet } from './provider.ts';
 import { createMemoryStore } from './store/memory.ts';
 import { StoreUnavailableError, type Store } from './store/types.ts';
 import { createTokenService } from './tokens.ts';
@@ -83,5 +83,30 @@ describe('a refresh whose new pair the store cannot take', () => {
       version: 2,
       record: { status: 'connected', tokens: rotated },
     });
+  });
+});
+
+describe('a refresh holder whose lease ran out while another instance refreshed', () => {
+  it('reports its failure nowhere: the newer pair stands and no back-off of its own holds it back', async () => {
+    const store = createMemoryStore(() => NOW);
+    const newer: TokenSet = {
+      accessToken: 'at-3',
+      refreshToken: 'rt-3',
+      expiresAt: NOW + 3_600_000,
+    };
+    // Another instance, over the same store.
+    const other = createConnectionRepository(store, createSealer(parseKeyring(KEYRING)));
+    const setup = await service(store, async () => {
+      // While this holder waited (paused past its lease), the other instance stored a newer
+      // pair; then this holder's own request comes to nothing.
+      const current = (await other.load(SID, 'c1'))!;
+      await other.save(SID, { ...current.record, tokens: newer }, current.version);
+      throw new ProviderError('lost', 'no answer from the token endpoint');
+    });
+
+    const result = await setup.tokens.usable(SID, setup.loaded, 'at-1');
+    expect(result.record.tokens).toEqual(newer);
+    expect(await store.get(keys.backoff(SID, 'c1'))).toBeNull();
+    expect((await other.load(SID, 'c1'))!.record.refreshLost).toBeUndefined();
   });
 });

@@ -186,6 +186,15 @@ export function createTokenService(deps: TokenServiceDeps) {
       if (!(error instanceof ProviderError)) throw error;
       counters[error.failure]++;
       if (error.failure === 'rejected') return disconnect(sid, current, error);
+      // A holder that outlived its lease (paused, say) while another instance stored a newer
+      // state reports nothing: the newer state stands, and no back-off of ours holds it back.
+      const latest = await connections.load(sid, id);
+      if (latest && latest.version !== current.version) {
+        log.warn({ connection: id, failure: error.failure }, 'refresh failed after its lease');
+        return settled(latest, failedAccessToken)
+          ? latest
+          : fallBack(latest, now() + 1000, failedAccessToken);
+      }
       const attempts = (backoff?.attempts ?? 0) + 1;
       const until = now() + backoffMs(attempts, error.retryAfter);
       await store.set(
