@@ -29,26 +29,31 @@ export const SESSION_TTL_MS = 30 * 24 * 3600 * 1000;
 export function createConnectionRepository(store: Store, sealer: Sealer) {
   const aad = (sid: string, id: string) => `connection:${sid}:${id}`;
 
+  /** Compare-and-set over `version` (0: a new record). False when someone wrote first. */
+  async function save(sid: string, record: ConnectionRecord, version: number): Promise<boolean> {
+    const sealed = sealer.seal(JSON.stringify(record), aad(sid, record.id));
+    const written = await store.setVersioned(
+      keys.connection(sid, record.id),
+      version,
+      sealed,
+      SESSION_TTL_MS,
+    );
+    if (written) await store.setAdd(keys.connectionIds(sid), record.id, SESSION_TTL_MS);
+    return written;
+  }
+
   return {
+    /** A record sealed under a key other than the active one is sealed again under it on read. */
     async load(sid: string, id: string): Promise<LoadedConnection | null> {
       const stored = await store.getVersioned(keys.connection(sid, id));
       if (!stored) return null;
       const record = JSON.parse(sealer.open(stored.value, aad(sid, id))) as ConnectionRecord;
+      if (sealer.isStale(stored.value) && (await save(sid, record, stored.version)))
+        return { record, version: stored.version + 1 };
       return { record, version: stored.version };
     },
 
-    /** Compare-and-set over `version` (0: a new record). False when someone wrote first. */
-    async save(sid: string, record: ConnectionRecord, version: number): Promise<boolean> {
-      const sealed = sealer.seal(JSON.stringify(record), aad(sid, record.id));
-      const written = await store.setVersioned(
-        keys.connection(sid, record.id),
-        version,
-        sealed,
-        SESSION_TTL_MS,
-      );
-      if (written) await store.setAdd(keys.connectionIds(sid), record.id, SESSION_TTL_MS);
-      return written;
-    },
+    save,
 
     ids(sid: string): Promise<string[]> {
       return store.setMembers(keys.connectionIds(sid));
