@@ -8,7 +8,7 @@ import { pinoHttp } from 'pino-http';
 import type { Dispatcher } from 'undici';
 import type { Config } from './config.ts';
 import { createConnectionRepository } from './connections.ts';
-import { createSealer } from './crypto.ts';
+import { createSealer, MissingKeyError } from './crypto.ts';
 import { BrokerError } from './errors.ts';
 import { createProvider } from './provider.ts';
 import { apiRouter } from './routes/api.ts';
@@ -74,6 +74,8 @@ export function createApp(deps: AppDeps): BrokerApp {
     leaseMs: refreshLeaseMs,
   });
   let ready = true;
+  /** A stored record needs a key TOKEN_ENCRYPTION_KEYS lacks: not ready until restarted with it. */
+  let missingKey = false;
 
   const app = express();
   app.disable('x-powered-by');
@@ -129,6 +131,10 @@ export function createApp(deps: AppDeps): BrokerApp {
   app.get('/readyz', async (_req, res) => {
     if (!ready) {
       res.status(503).json({ status: 'shutting_down' });
+      return;
+    }
+    if (missingKey) {
+      res.status(503).json({ status: 'encryption_key_missing' });
       return;
     }
     try {
@@ -196,6 +202,13 @@ export function createApp(deps: AppDeps): BrokerApp {
   // The one error middleware: every JSON error body is { error, message }.
   app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(error);
+    if (error instanceof MissingKeyError && !missingKey) {
+      missingKey = true;
+      log.error(
+        { err: error },
+        'a stored record needs an encryption key this broker lacks; not ready until TOKEN_ENCRYPTION_KEYS has it again',
+      );
+    }
     const brokerError = toBrokerError(error);
     if (brokerError.code === 'server_error' || brokerError.status >= 500)
       log.error({ err: error, reqId: req.id }, 'request failed');

@@ -40,6 +40,11 @@ export class DecryptError extends Error {
   override name = 'DecryptError';
 }
 
+/** A record names a key id the keyring lacks: the configuration misses a key; the data is fine. */
+export class MissingKeyError extends DecryptError {
+  override name = 'MissingKeyError';
+}
+
 /**
  * AES-256-GCM with a random 96-bit IV per write. The blob is `kid.iv.tag.ciphertext` (base64url);
  * `aad` binds it to where it is stored, so a blob moved to another record fails to decrypt.
@@ -57,9 +62,10 @@ export function createSealer(keyring: Keyring) {
 
     open(blob: string, aad: string): string {
       const [kid, iv, tag, ciphertext] = blob.split('.');
-      const key = kid === undefined ? undefined : keyring.keys.get(kid);
-      if (!key || iv === undefined || tag === undefined || ciphertext === undefined)
-        throw new DecryptError(`no key for a record sealed under "${kid ?? ''}"`);
+      if (kid === undefined || iv === undefined || tag === undefined || ciphertext === undefined)
+        throw new DecryptError('not a sealed record');
+      const key = keyring.keys.get(kid);
+      if (!key) throw new MissingKeyError(`no key for a record sealed under "${kid}"`);
       try {
         const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
         decipher.setAAD(Buffer.from(aad));
