@@ -53,7 +53,8 @@ export class BrokerProcess {
   }
 
   async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
-    if (this.#child.exitCode !== null) return this.#child.exitCode;
+    if (this.#child.exitCode !== null || this.#child.signalCode !== null)
+      return this.#child.exitCode;
     const exited = new Promise<number | null>((resolve) =>
       this.#child.once('exit', (code) => resolve(code)),
     );

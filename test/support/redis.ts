@@ -20,6 +20,8 @@ export class RedisServer {
   readonly dir: string;
   readonly #options: RedisServerOptions;
   #process: ChildProcess | undefined;
+  /** Everything redis-server wrote, across restarts. */
+  readonly lines: string[] = [];
 
   private constructor(port: number, dir: string, options: RedisServerOptions) {
     this.port = port;
@@ -68,12 +70,15 @@ export class RedisServer {
         output += chunk.toString();
         if (output.includes('Ready to accept connections')) {
           child.stdout?.off('data', onData);
-          child.stdout?.resume();
           resolve();
         }
       };
+      const keep = (chunk: Buffer): void => {
+        this.lines.push(...chunk.toString().split('\n').filter(Boolean));
+      };
       child.stdout?.on('data', onData);
-      child.stderr?.resume();
+      child.stdout?.on('data', keep);
+      child.stderr?.on('data', keep);
       child.once('error', reject);
       child.once('exit', (code) => {
         this.#process = undefined;
@@ -94,6 +99,16 @@ export class RedisServer {
   /** Kill at once (SIGKILL), as a crash would. */
   async kill(): Promise<void> {
     await this.#signal('SIGKILL');
+  }
+
+  /** Freeze the process (SIGSTOP): connections stay open, nothing is answered. */
+  pause(): void {
+    this.#process?.kill('SIGSTOP');
+  }
+
+  /** Thaw a paused process (SIGCONT). */
+  resume(): void {
+    this.#process?.kill('SIGCONT');
   }
 
   async restart(): Promise<void> {

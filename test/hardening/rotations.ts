@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { callApi, connectVia } from '../support/client.ts';
+import { storedConnection } from '../support/inspect.ts';
+import { timed } from '../support/wait.ts';
+import { expectSurvivors } from './survivors.ts';
+import { world } from './world.ts';
+
+const ROTATIONS = 200;
+const CALLS = 50;
+const LICENSE = 'lic-2001';
+
+export function describeRotations(): void {
+  describe('many instances: three brokers, one connection, 200 rotations', () => {
+    it(`${CALLS} concurrent calls through all three at each of ${ROTATIONS} expiries: exactly ${ROTATIONS} refreshes, no reuse, every call succeeds`, async () => {
+      const { cluster } = world;
+      const client = cluster.client({ connections: 24 });
+      try {
+        cluster.control.clearFaults();
+        cluster.control.setConsent({ mode: 'approve', licenseId: LICENSE });
+        const session = await connectVia(client);
+        const versionBefore = (await storedConnection(cluster.redis.url, session))!.version;
+        cluster.control.reset();
+        const failures: string[] = [];
+        const { ms } = await timed(async () => {
+          for (let rotation = 0; rotation < ROTATIONS; rotation++) {
+            // Every access token of the license stops working now: the next calls meet a 401.
+            cluster.control.expireAccessTokens(LICENSE);
+            const statuses = await Promise.all(
+              Array.from({ length: CALLS }, async (_, index) => {
+                const response = await callApi(client, index, session);
+                await response.arrayBuffer();
+                return response.status;
+              }),
+            );
+            statuses.forEach((status, index) => {
+              if (status !== 200) failures.push(`rotation ${rotation}, call ${index}: ${status}`);
+            });
+          }
+        });
+        console.log(`${ROTATIONS} rotations x ${CALLS} calls in ${Math.round(ms)} ms`);
+        expect(failures).toEqual([]);
+        expect(cluster.control.counters()).toMatchObject({
+          refreshes: ROTATIONS,
+          reuse_detected: 0,
+          token_errors: 0,
+        });
+        // One versioned write per rotation, and nothing else.
+        expect((await storedConnection(cluster.redis.url, session))!.version).toBe(
+          versionBefore + ROTATIONS,
+        );
+        await expectSurvivors(client, { rotated: session });
+      } finally {
+        await client.close();
+      }
+    });
+  });
+}
