@@ -2,7 +2,8 @@ import { defineConfig } from 'vitest/config';
 
 /**
  * Projects: `unit:*` are fast and beside the code (run by `pnpm check`); `integration` talks to a
- * real redis-server and the sandbox over HTTP; `e2e` drives real browsers.
+ * real redis-server and the sandbox over HTTP; `deploy` builds the deployable folder and runs it in
+ * production mode; `e2e` drives real browsers.
  */
 export default defineConfig({
   test: {
@@ -29,6 +30,15 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 120_000,
           fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          name: 'deploy',
+          include: ['test/deploy/**/*.test.ts'],
+          globalSetup: ['test/support/require-tools.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
         },
       },
       {

@@ -10,6 +10,8 @@ import type { Config } from './config.ts';
 import { createConnectionRepository } from './connections.ts';
 import { createSealer, MissingKeyError } from './crypto.ts';
 import { BrokerError } from './errors.ts';
+import { noEvents, type EventSink } from './events.ts';
+import { metricsHandler, type Metrics } from './metrics.ts';
 import { createProvider } from './provider.ts';
 import { apiRouter } from './routes/api.ts';
 import { authRouter, FLOW_TTL_MS } from './routes/auth.ts';
@@ -31,6 +33,10 @@ export interface AppDeps {
   sleep?: (ms: number) => Promise<void>;
   /** Bound on one token request, in ms, instead of config.tokenTimeoutMs (lease: 5 s longer). */
   tokenTimeoutMs?: number;
+  /** Where connection events go (EVENTS_WEBHOOK_URL); default nowhere. */
+  events?: EventSink;
+  /** Prometheus metrics; GET /metrics on this app when config.metricsToken is set. */
+  metrics?: Metrics;
 }
 
 export interface BrokerApp {
@@ -62,8 +68,10 @@ export function createApp(deps: AppDeps): BrokerApp {
   });
   const connections = createConnectionRepository(store, sealer);
   const sessions = createSessions(store, now);
+  const events = deps.events ?? noEvents;
   const tokens = createTokenService({
     store,
+    events,
     connections,
     provider,
     now,
@@ -81,6 +89,15 @@ export function createApp(deps: AppDeps): BrokerApp {
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);
   app.set('etag', false);
+
+  const { metrics } = deps;
+  if (metrics) {
+    metrics.observe({
+      tokens: () => tokens.counters,
+      connections: () => connections.countByStatus(),
+    });
+    app.use(metrics.http);
+  }
 
   app.use(
     pinoHttp({
@@ -125,6 +142,12 @@ export function createApp(deps: AppDeps): BrokerApp {
     }),
   );
 
+  // While shutting down, answer and let keep-alive clients move to another instance.
+  app.use((_req, res, next) => {
+    if (!ready) res.setHeader('Connection', 'close');
+    next();
+  });
+
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -144,6 +167,9 @@ export function createApp(deps: AppDeps): BrokerApp {
       res.status(503).json({ status: 'store_unavailable' });
     }
   });
+
+  if (metrics && config.metricsToken !== undefined)
+    app.get('/metrics', metricsHandler(metrics, config.metricsToken));
 
   const limiter = (name: string, limit: number) =>
     rateLimit({
@@ -192,6 +218,7 @@ export function createApp(deps: AppDeps): BrokerApp {
       dispatcher: deps.dispatcher,
       now,
       log,
+      events,
     }),
   );
 

@@ -101,3 +101,50 @@ describe('loadConfig', () => {
     expect([...config.keyring.keys.keys()]).toEqual(['new', 'old']);
   });
 });
+
+describe('loadConfig: operations settings', () => {
+  it('defaults: no shutdown delay, a 10 s drain, no metrics, no events', () => {
+    expect(loadConfig(production)).toMatchObject({
+      shutdownDelayMs: 0,
+      shutdownTimeoutMs: 10_000,
+      metricsToken: undefined,
+      metricsPort: undefined,
+      eventsWebhook: undefined,
+    });
+  });
+
+  it('reads them', () => {
+    const config = loadConfig({
+      ...production,
+      SHUTDOWN_DELAY_MS: '5000',
+      SHUTDOWN_TIMEOUT_MS: '20000',
+      METRICS_TOKEN: 'm'.repeat(32),
+      METRICS_PORT: '9464',
+      EVENTS_WEBHOOK_URL: 'https://hooks.example.com/baton',
+      EVENTS_WEBHOOK_SECRET: 's'.repeat(32),
+    });
+    expect(config).toMatchObject({
+      shutdownDelayMs: 5000,
+      shutdownTimeoutMs: 20_000,
+      metricsToken: 'm'.repeat(32),
+      metricsPort: 9464,
+      eventsWebhook: { url: 'https://hooks.example.com/baton', secret: 's'.repeat(32) },
+    });
+  });
+
+  it('names a short metrics token, a webhook without its secret, and an http webhook', () => {
+    expect(problems({ ...production, METRICS_TOKEN: 'short' })).toEqual([
+      'METRICS_TOKEN must be at least 32 characters',
+    ]);
+    expect(problems({ ...production, EVENTS_WEBHOOK_URL: 'https://hooks.example.com/' })).toEqual([
+      'EVENTS_WEBHOOK_URL and EVENTS_WEBHOOK_SECRET go together: set both or neither',
+    ]);
+    expect(
+      problems({
+        ...production,
+        EVENTS_WEBHOOK_URL: 'http://hooks.example.com/',
+        EVENTS_WEBHOOK_SECRET: 's'.repeat(32),
+      }),
+    ).toEqual(['EVENTS_WEBHOOK_URL must be https in production']);
+  });
+});

@@ -28,6 +28,16 @@ export interface Config {
   tokenTimeoutMs: number;
   /** Refresh lock lease (REFRESH_LEASE_MS, default TOKEN_TIMEOUT_MS + 5 s): outlives a request. */
   refreshLeaseMs: number;
+  /** On SIGTERM, stay up but not ready this long first (SHUTDOWN_DELAY_MS, default 0). */
+  shutdownDelayMs: number;
+  /** Bound on draining requests and refreshes at shutdown (SHUTDOWN_TIMEOUT_MS, default 10 s). */
+  shutdownTimeoutMs: number;
+  /** Bearer token for GET /metrics on the main port (METRICS_TOKEN). */
+  metricsToken: string | undefined;
+  /** A separate port serving only /metrics (METRICS_PORT). */
+  metricsPort: number | undefined;
+  /** Where connection events are POSTed, signed with the secret; both or neither. */
+  eventsWebhook: { url: string; secret: string } | undefined;
 }
 
 const DEV = {
@@ -72,6 +82,12 @@ const schema = z.object({
   REFRESH_AHEAD_SECONDS: z.coerce.number().int().min(0).max(3000).default(300),
   TOKEN_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   REFRESH_LEASE_MS: z.coerce.number().int().min(200).max(600_000).optional(),
+  SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(300_000).default(0),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+  METRICS_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  EVENTS_WEBHOOK_URL: httpUrl.optional(),
+  EVENTS_WEBHOOK_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
 });
 
 /** Thrown with every problem named, so an operator fixes them all in one go. */
@@ -162,6 +178,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     if (apiUrlAllowlist?.some((entry) => entry.scheme !== 'https'))
       problems.push('API_URL_ALLOWLIST entries must be https in production');
   }
+  if ((values.EVENTS_WEBHOOK_URL === undefined) !== (values.EVENTS_WEBHOOK_SECRET === undefined))
+    problems.push('EVENTS_WEBHOOK_URL and EVENTS_WEBHOOK_SECRET go together: set both or neither');
+  if (production && values.EVENTS_WEBHOOK_URL?.startsWith('http:'))
+    problems.push('EVENTS_WEBHOOK_URL must be https in production');
   const refreshLeaseMs = values.REFRESH_LEASE_MS ?? values.TOKEN_TIMEOUT_MS + 5000;
   if (refreshLeaseMs <= values.TOKEN_TIMEOUT_MS)
     problems.push('REFRESH_LEASE_MS must be longer than TOKEN_TIMEOUT_MS');
@@ -188,6 +208,14 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     refreshAheadMs: values.REFRESH_AHEAD_SECONDS * 1000,
     tokenTimeoutMs: values.TOKEN_TIMEOUT_MS,
     refreshLeaseMs,
+    shutdownDelayMs: values.SHUTDOWN_DELAY_MS,
+    shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,
+    metricsToken: values.METRICS_TOKEN,
+    metricsPort: values.METRICS_PORT,
+    eventsWebhook:
+      values.EVENTS_WEBHOOK_URL !== undefined && values.EVENTS_WEBHOOK_SECRET !== undefined
+        ? { url: values.EVENTS_WEBHOOK_URL, secret: values.EVENTS_WEBHOOK_SECRET }
+        : undefined,
   };
 }
 

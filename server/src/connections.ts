@@ -28,6 +28,8 @@ export const SESSION_TTL_MS = 30 * 24 * 3600 * 1000;
 /** Connection records, sealed with the connection's own key as additional data. */
 export function createConnectionRepository(store: Store, sealer: Sealer) {
   const aad = (sid: string, id: string) => `connection:${sid}:${id}`;
+  const member = (sid: string, id: string) => `${sid}:${id}`;
+  const OTHER = { connected: 'disconnected', disconnected: 'connected' } as const;
 
   /** Compare-and-set over `version` (0: a new record). False when someone wrote first. */
   async function save(sid: string, record: ConnectionRecord, version: number): Promise<boolean> {
@@ -38,7 +40,12 @@ export function createConnectionRepository(store: Store, sealer: Sealer) {
       sealed,
       SESSION_TTL_MS,
     );
-    if (written) await store.setAdd(keys.connectionIds(sid), record.id, SESSION_TTL_MS);
+    if (written) {
+      await store.setAdd(keys.connectionIds(sid), record.id, SESSION_TTL_MS);
+      const at = member(sid, record.id);
+      await store.indexPut(keys.connectionIndex(record.status), at, SESSION_TTL_MS);
+      await store.indexRemove(keys.connectionIndex(OTHER[record.status]), at);
+    }
     return written;
   }
 
@@ -62,6 +69,16 @@ export function createConnectionRepository(store: Store, sealer: Sealer) {
     async remove(sid: string, id: string): Promise<void> {
       await store.del(keys.connection(sid, id), keys.refreshLock(sid, id), keys.backoff(sid, id));
       await store.setRemove(keys.connectionIds(sid), id);
+      for (const status of ['connected', 'disconnected'] as const)
+        await store.indexRemove(keys.connectionIndex(status), member(sid, id));
+    },
+
+    /** How many connections are in each status now (for the metrics gauge). */
+    async countByStatus(): Promise<Record<'connected' | 'disconnected', number>> {
+      return {
+        connected: await store.indexCount(keys.connectionIndex('connected')),
+        disconnected: await store.indexCount(keys.connectionIndex('disconnected')),
+      };
     },
   };
 }

@@ -10,6 +10,8 @@ export const keys = {
   backoff: (sid: string, id: string) => `baton:{${sid}}:backoff:${id}`,
   handoff: (hash: string) => `baton:{handoff:${hash}}`,
   stateClaim: (hash: string) => `baton:{state:${hash}}`,
+  /** Every connection in a status, scored by its record's expiry: the connections gauge. */
+  connectionIndex: (status: 'connected' | 'disconnected') => `baton:{stats}:connections:${status}`,
   rateLimitPrefix: 'baton:ratelimit:',
   authSessionPrefix: 'baton:authsession:',
 } as const;

@@ -4,9 +4,13 @@ import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { createApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
+import { checkDurability } from './durability.ts';
+import { createWebhook } from './events.ts';
 import { configureServer } from './http.ts';
 import { createLogger } from './logger.ts';
-import { createRedisClient } from './store/redis.ts';
+import { createMetrics, metricsApp } from './metrics.ts';
+import { createShutdown } from './shutdown.ts';
+import { bounded, createRedisClient } from './store/redis.ts';
 import { storeDeps } from './wiring.ts';
 
 /** Reads the environment, connects the store, listens, and shuts down gracefully on SIGTERM. */
@@ -27,16 +31,45 @@ async function main(): Promise<void> {
     );
   }
 
+  const metrics = createMetrics();
   const redis = config.redisUrl ? createRedisClient(config.redisUrl) : undefined;
   if (redis) {
-    redis.on('error', (error: Error) => log.warn({ err: error }, 'Redis connection error'));
+    redis.on('error', (error: Error) => {
+      metrics.redisError();
+      log.warn({ err: error }, 'Redis connection error');
+    });
     await redis.connect();
+    const durability = await checkDurability((names) => bounded(redis.configGet(names)));
+    if (!durability.readable)
+      log.warn(
+        { reason: durability.reason },
+        'could not read Redis durability settings (CONFIG GET); make sure Redis runs with appendonly yes and maxmemory-policy noeviction, or tokens can be lost',
+      );
+    else if (durability.warnings.length > 0)
+      for (const warning of durability.warnings) log.warn({ redis: durability.settings }, warning);
+    else log.info({ redis: durability.settings }, 'Redis keeps tokens durably');
   }
-  const stores = storeDeps(redis);
+  const stores = storeDeps(redis, undefined, metrics.redisError);
   const { store } = stores;
   const dispatcher = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
 
-  const broker = createApp({ config, ...stores, dispatcher, log });
+  const events = config.eventsWebhook
+    ? createWebhook({
+        ...config.eventsWebhook,
+        fetch,
+        now: Date.now,
+        sleep: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref()),
+        log,
+      })
+    : undefined;
+  const broker = createApp({
+    config,
+    ...stores,
+    dispatcher,
+    log,
+    metrics,
+    ...(events ? { events } : {}),
+  });
 
   const server = configureServer(createServer(broker.app)).listen(config.port, config.host);
   await once(server, 'listening');
@@ -50,24 +83,46 @@ async function main(): Promise<void> {
     'broker listening',
   );
 
-  let stopping = false;
-  const shutdown = async (signal: string): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'shutting down: draining requests');
-    broker.setReady(false);
-    const drained = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeIdleConnections();
-    const deadline = new Promise<void>((resolve) => setTimeout(resolve, 10_000).unref());
-    await Promise.race([drained, deadline]);
-    server.closeAllConnections();
-    await dispatcher.close();
-    await store.close();
-    log.info('stopped');
-    process.exit(0);
+  // METRICS_PORT: /metrics alone on a port of its own (behind METRICS_TOKEN too when it is set).
+  const metricsServer =
+    config.metricsPort === undefined
+      ? undefined
+      : createServer(metricsApp(metrics, config.metricsToken)).listen(
+          config.metricsPort,
+          config.host,
+        );
+  if (metricsServer) {
+    await once(metricsServer, 'listening');
+    const { port: metricsPort } = metricsServer.address() as AddressInfo;
+    log.info({ url: `http://${config.host}:${metricsPort}/metrics` }, 'metrics listening');
+  }
+
+  const shutdown = createShutdown({
+    server,
+    setReady: broker.setReady,
+    // Refreshes in flight, then the events they raised.
+    idle: async () => {
+      await broker.tokens.idle();
+      await events?.idle();
+    },
+    // Nothing is in flight any more, or it was cut off: no outbound request is worth waiting for.
+    close: [
+      () => dispatcher.destroy(),
+      async () => {
+        metricsServer?.closeAllConnections();
+        if (metricsServer) await new Promise((resolve) => metricsServer.close(resolve));
+      },
+      () => store.close(),
+    ],
+    log,
+    delayMs: config.shutdownDelayMs,
+    timeoutMs: config.shutdownTimeoutMs,
+  });
+  const stop = (signal: string): void => {
+    void shutdown(signal).then(() => process.exit(0));
   };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
 }
 
 await main();

@@ -6,6 +6,7 @@ import { keys } from './keys.ts';
 import { ProviderError, type Provider } from './provider.ts';
 import { isStoreDown } from './store/errors.ts';
 import type { Store } from './store/types.ts';
+import type { EventSink } from './events.ts';
 
 export type RefreshReason = 'disconnected' | 'fresh' | 'expiring' | 'expired';
 
@@ -30,6 +31,8 @@ export function backoffMs(attempts: number, retryAfterSeconds?: number): number 
 
 export interface TokenServiceDeps {
   store: Store;
+  /** Told when a connection is disconnected (default: nobody). */
+  events?: EventSink;
   connections: ConnectionRepository;
   provider: Provider;
   now: () => number;
@@ -44,6 +47,8 @@ export interface TokenServiceDeps {
 
 export interface TokenCounters {
   lockAttempts: number;
+  /** Times a caller found the lock held by another and waited for it. */
+  lockWaits: number;
   refreshes: number;
   rejected: number;
   transient: number;
@@ -77,6 +82,7 @@ export function createTokenService(deps: TokenServiceDeps) {
   const inflight = new Map<string, Promise<LoadedConnection>>();
   const counters: TokenCounters = {
     lockAttempts: 0,
+    lockWaits: 0,
     refreshes: 0,
     rejected: 0,
     transient: 0,
@@ -219,12 +225,13 @@ export function createTokenService(deps: TokenServiceDeps) {
     error: ProviderError,
   ): Promise<LoadedConnection> {
     const { record } = current;
+    const reason = record.refreshLost ? 'refresh_response_lost' : 'refresh_rejected';
     const next: ConnectionRecord = {
       id: record.id,
       apiUrl: record.apiUrl,
       connectedAt: record.connectedAt,
       status: 'disconnected',
-      disconnectedReason: record.refreshLost ? 'refresh_response_lost' : 'refresh_rejected',
+      disconnectedReason: reason,
     };
     if (!(await connections.save(sid, next, current.version))) {
       return (await connections.load(sid, record.id)) ?? current;
@@ -234,6 +241,14 @@ export function createTokenService(deps: TokenServiceDeps) {
       { connection: record.id, status: error.status, reason: next.disconnectedReason },
       'provider rejected the refresh; connection disconnected',
     );
+    deps.events?.emit({
+      type: 'connection.disconnected',
+      connection: {
+        id: record.id,
+        api_origin: new URL(record.apiUrl).origin,
+        reason,
+      },
+    });
     return { record: next, version: current.version + 1 };
   }
 
@@ -260,6 +275,7 @@ export function createTokenService(deps: TokenServiceDeps) {
         }
       }
       // Another instance is refreshing: wait for it to finish, then use what it stored.
+      counters.lockWaits++;
       while ((await store.get(lockKey)) !== null) {
         if (now() > deadline) throw unavailable(now() + 1000);
         await deps.sleep(10);
@@ -276,6 +292,11 @@ export function createTokenService(deps: TokenServiceDeps) {
 
   return {
     counters,
+
+    /** Resolves once every refresh this instance has started has finished (for shutdown). */
+    async idle(): Promise<void> {
+      while (inflight.size > 0) await Promise.allSettled([...inflight.values()]);
+    },
 
     /**
      * A connection whose access token can be used now. `failedAccessToken`: the upstream just

@@ -16,10 +16,11 @@ const AUTH_SESSION_TTL_SECONDS = 600;
 export function storeDeps(
   redis: RedisClient | undefined,
   now?: () => number,
+  onRedisError?: () => void,
 ): Pick<AppDeps, 'store' | 'sessionStore' | 'rateLimitStore'> {
   if (!redis) return { store: createMemoryStore(now), sessionStore: new MemoryStore() };
   return {
-    store: createRedisStore(redis),
+    store: createRedisStore(redis, onRedisError),
     sessionStore: new SessionRedisStore({
       // The commands connect-redis sends for express-session, each bounded like the broker's own.
       client: {

@@ -24,6 +24,7 @@ import type { Store } from '../store/types.ts';
 import type { TokenService } from '../tokens.ts';
 import { handoffAad, HANDOFF_TTL_MS, type HandoffPayload } from './auth.ts';
 import type { Dispatcher } from 'undici';
+import type { EventSink } from '../events.ts';
 
 export interface ApiDeps {
   config: Config;
@@ -35,6 +36,7 @@ export interface ApiDeps {
   dispatcher: Dispatcher;
   now: () => number;
   log: Logger;
+  events: EventSink;
 }
 
 const BEARER = /^Bearer ([A-Za-z0-9_-]{1,128})$/;
@@ -133,6 +135,11 @@ export function apiRouter(deps: ApiDeps): Router {
       };
       if (await connections.save(sid, record, current?.version ?? 0)) {
         await store.del(keys.backoff(sid, record.id));
+        if (current?.record.status === 'disconnected')
+          deps.events.emit({
+            type: 'connection.reconnected',
+            connection: { id: record.id, api_origin: new URL(record.apiUrl).origin },
+          });
         return record;
       }
     }

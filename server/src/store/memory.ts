@@ -11,6 +11,7 @@ type Entry =
  */
 export function createMemoryStore(now: () => number = Date.now): Store {
   const entries = new Map<string, Entry>();
+  const indexes = new Map<string, Map<string, number>>();
 
   const live = (key: string): Entry | undefined => {
     const entry = entries.get(key);
@@ -90,9 +91,25 @@ export function createMemoryStore(now: () => number = Date.now): Store {
       const entry = live(key);
       return entry?.kind === 'set' ? [...entry.value] : [];
     },
+    async indexPut(key, member, ttlMs) {
+      const index = indexes.get(key) ?? new Map<string, number>();
+      index.set(member, now() + ttlMs);
+      indexes.set(key, index);
+    },
+    async indexRemove(key, member) {
+      indexes.get(key)?.delete(member);
+    },
+    async indexCount(key) {
+      const index = indexes.get(key);
+      if (!index) return 0;
+      const at = now();
+      for (const [member, expiresAt] of index) if (expiresAt <= at) index.delete(member);
+      return index.size;
+    },
     async ping() {},
     async close() {
       entries.clear();
+      indexes.clear();
     },
   };
 }

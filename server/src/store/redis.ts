@@ -19,6 +19,19 @@ redis.call('SADD', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1`;
 
+const NOW_MS = `local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)`;
+
+const INDEX_PUT = `${NOW_MS}
+local ttl = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+return 1`;
+
+const INDEX_COUNT = `${NOW_MS}
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+return redis.call('ZCARD', KEYS[1])`;
+
 /** A command Redis has not answered by then has failed: a frozen Redis must not hang requests. */
 export const REDIS_COMMAND_TIMEOUT_MS = 1000;
 
@@ -55,11 +68,12 @@ export function createRedisClient(url: string): RedisClient {
 }
 
 /** The Store on Redis. Every error of the client becomes a StoreUnavailableError. */
-export function createRedisStore(client: RedisClient): Store {
+export function createRedisStore(client: RedisClient, onError: () => void = () => {}): Store {
   const guard = async <T>(operation: () => Promise<T>): Promise<T> => {
     try {
       return await bounded(operation());
     } catch (cause) {
+      onError();
       throw new StoreUnavailableError('Redis did not answer', { cause });
     }
   };
@@ -96,6 +110,13 @@ export function createRedisStore(client: RedisClient): Store {
       await guard(() => client.sRem(key, member));
     },
     setMembers: (key) => guard(() => client.sMembers(key)),
+    indexPut: async (key, member, ttlMs) => {
+      await script(INDEX_PUT, [key], [member, String(ttlMs)]);
+    },
+    indexRemove: async (key, member) => {
+      await guard(() => client.zRem(key, member));
+    },
+    indexCount: async (key) => Number(await script(INDEX_COUNT, [key], [])),
     ping: async () => {
       await guard(() => client.ping());
     },

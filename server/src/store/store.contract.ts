@@ -21,6 +21,22 @@ export function storeContract(
       expect(await store.get(k)).toBeNull();
     });
 
+    it('counts the members of an index that have not expired, each on its own clock', async () => {
+      const { store, advance } = setup();
+      const k = key('index');
+      await store.indexPut(k, 'a', 10_000);
+      await store.indexPut(k, 'b', 10_000);
+      await store.indexPut(k, 'c', 10_000);
+      expect(await store.indexCount(k)).toBe(3);
+      await store.indexPut(k, 'c', 0);
+      expect(await store.indexCount(k)).toBe(2);
+      await store.indexRemove(k, 'b');
+      expect(await store.indexCount(k)).toBe(1);
+      await advance(10_001);
+      expect(await store.indexCount(k)).toBe(0);
+      expect(await store.indexCount(key('none'))).toBe(0);
+    });
+
     it('creates a key only when it is absent', async () => {
       const { store } = setup();
       const k = key('nx');

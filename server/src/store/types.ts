@@ -22,6 +22,14 @@ export interface Store {
   setAdd(key: string, member: string, ttlMs: number): Promise<void>;
   setRemove(key: string, member: string): Promise<void>;
   setMembers(key: string): Promise<string[]>;
+  /**
+   * An index of members that each expire `ttlMs` after their last put (a sorted set scored by
+   * expiry, on the store's own clock); the index itself lives as long as its latest member.
+   */
+  indexPut(key: string, member: string, ttlMs: number): Promise<void>;
+  indexRemove(key: string, member: string): Promise<void>;
+  /** Members not yet expired; expired ones are dropped. */
+  indexCount(key: string): Promise<number>;
   /** Rejects when the store cannot be reached. */
   ping(): Promise<void>;
   close(): Promise<void>;

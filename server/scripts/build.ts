@@ -1,0 +1,26 @@
+/**
+ * The production build: plain JavaScript in dist/, one file per entry point. Every npm dependency
+ * stays an import (the deployable folder carries it in node_modules); `@baton/shared`, a workspace
+ * package that exports TypeScript source, is bundled in, because Node refuses to strip types under
+ * node_modules. Type checking is `tsc` (pnpm typecheck); this only emits.
+ */
+import { readFile, rm } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { build } from 'rolldown';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const manifest = JSON.parse(await readFile(`${root}package.json`, 'utf8')) as {
+  dependencies: Record<string, string>;
+};
+/** Runtime dependencies; `@baton/shared` is a devDependency, bundled in. */
+const external = Object.keys(manifest.dependencies);
+const isExternal = (id: string): boolean =>
+  id.startsWith('node:') || external.some((name) => id === name || id.startsWith(`${name}/`));
+
+await rm(`${root}dist`, { recursive: true, force: true });
+await build({
+  input: { main: `${root}src/main.ts`, admin: `${root}src/admin.ts` },
+  platform: 'node',
+  external: isExternal,
+  output: { dir: `${root}dist`, format: 'esm', sourcemap: true, entryFileNames: '[name].js' },
+});

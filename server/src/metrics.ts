@@ -1,0 +1,147 @@
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { timingSafeEqual } from 'node:crypto';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { TokenCounters } from './tokens.ts';
+
+/** What the metrics read at scrape time: cheap counters kept elsewhere, and the index counts. */
+export interface MetricsSources {
+  tokens: () => TokenCounters;
+  connections: () => Promise<Record<'connected' | 'disconnected', number>>;
+}
+
+export interface Metrics {
+  registry: Registry;
+  /** Express middleware: request count and latency by method, route template and status. */
+  http: (req: Request, res: Response, next: NextFunction) => void;
+  /** One Redis command failed or went unanswered. */
+  redisError(): void;
+  /** Wire the scrape-time sources once the app has built them. */
+  observe(sources: MetricsSources): void;
+}
+
+const REFRESH_OUTCOMES = {
+  refreshed: 'refreshes',
+  rejected: 'rejected',
+  transient: 'transient',
+  lost: 'lost',
+} as const satisfies Record<string, keyof TokenCounters>;
+
+/**
+ * The broker's Prometheus metrics, on a registry of its own (no global state). Routes are the
+ * Express templates (`/connections/:id/api/{*path}`), never the raw path: a path holds ids.
+ */
+export function createMetrics(now: () => number = () => performance.now()): Metrics {
+  const registry = new Registry();
+  let sources: MetricsSources | undefined;
+
+  const labelNames = ['method', 'route', 'status'] as const;
+  const requests = new Counter({
+    name: 'baton_http_requests_total',
+    help: 'HTTP requests answered, by method, route template and status.',
+    labelNames,
+    registers: [registry],
+  });
+  const latency = new Histogram({
+    name: 'baton_http_request_duration_seconds',
+    help: 'Time to answer an HTTP request, by method, route template and status.',
+    labelNames,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const redisErrors = new Counter({
+    name: 'baton_redis_errors_total',
+    help: 'Redis commands that failed or went unanswered.',
+    registers: [registry],
+  });
+
+  // Counters kept by the token service, reported as the difference since the last scrape.
+  const seen: Partial<Record<keyof TokenCounters, number>> = {};
+  const delta = (name: keyof TokenCounters, value: number): number => {
+    const change = value - (seen[name] ?? 0);
+    seen[name] = value;
+    return change;
+  };
+  new Counter({
+    name: 'baton_refresh_total',
+    help: 'Token refreshes this instance ran, by outcome: refreshed, rejected (connection disconnected), transient (provider unavailable, will retry), lost (no usable answer).',
+    labelNames: ['outcome'],
+    registers: [registry],
+    collect() {
+      if (!sources) return;
+      const counters = sources.tokens();
+      for (const [outcome, field] of Object.entries(REFRESH_OUTCOMES))
+        this.inc({ outcome }, delta(field, counters[field]));
+    },
+  });
+  new Counter({
+    name: 'baton_refresh_lock_waits_total',
+    help: 'Times a request waited for another holder of a connection’s refresh lock.',
+    registers: [registry],
+    collect() {
+      if (sources) this.inc(delta('lockWaits', sources.tokens().lockWaits));
+    },
+  });
+  new Gauge({
+    name: 'baton_connections',
+    help: 'Stored connections by status (across every instance).',
+    labelNames: ['status'],
+    registers: [registry],
+    async collect() {
+      if (!sources) return;
+      try {
+        const counts = await sources.connections();
+        for (const [status, count] of Object.entries(counts)) this.set({ status }, count);
+      } catch {
+        redisErrors.inc();
+      }
+    },
+  });
+
+  return {
+    registry,
+    http(req, res, next) {
+      const started = now();
+      res.once('finish', () => {
+        const route = req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
+        const labels = { method: req.method, route, status: String(res.statusCode) };
+        requests.inc(labels);
+        latency.observe(labels, (now() - started) / 1000);
+      });
+      next();
+    },
+    redisError() {
+      redisErrors.inc();
+    },
+    observe(next) {
+      sources = next;
+    },
+  };
+}
+
+/** GET /metrics for a Prometheus scrape; with `token`, only with `Authorization: Bearer <token>`. */
+export function metricsHandler(metrics: Metrics, token: string | undefined) {
+  const expected = token === undefined ? undefined : Buffer.from(`Bearer ${token}`);
+  return async (req: Request, res: Response): Promise<void> => {
+    if (expected) {
+      const given = Buffer.from(req.get('authorization') ?? '');
+      if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+        // As any unknown route: a caller without the token learns nothing.
+        res.status(404).json({ error: 'not_found', message: 'No such route.' });
+        return;
+      }
+    }
+    res.set('Cache-Control', 'no-store');
+    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  };
+}
+
+/** The app of METRICS_PORT: /metrics and nothing else. */
+export function metricsApp(metrics: Metrics, token: string | undefined): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.get('/metrics', metricsHandler(metrics, token));
+  app.use((_req, res) => {
+    res.status(404).json({ error: 'not_found', message: 'No such route.' });
+  });
+  return app;
+}

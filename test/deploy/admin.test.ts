@@ -1,0 +1,123 @@
+import { startSandbox, type RunningSandbox } from '@baton/sandbox';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callApi, Client, connectVia } from '../support/client.ts';
+import { BrokerProcess } from '../support/process.ts';
+import { RedisServer } from '../support/redis.ts';
+import { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from '../support/stack.ts';
+
+/** The operator CLI (server/src/admin.ts) against the Redis of a running broker. */
+const ADMIN = fileURLToPath(new URL('../../server/src/admin.ts', import.meta.url));
+const PUBLIC_URL = 'http://baton.admin.test';
+const A = `a:${randomBytes(32).toString('base64')}`;
+const B = `b:${randomBytes(32).toString('base64')}`;
+
+let redis: RedisServer;
+let sandbox: RunningSandbox;
+
+beforeAll(async () => {
+  redis = await RedisServer.start();
+  sandbox = await startSandbox({ control: true, clients: [] });
+  sandbox.sandbox.control.registerClient({
+    client_id: CLIENT_ID,
+    client_secret: CLIENT_SECRET,
+    redirect_uris: [`${PUBLIC_URL}/auth/callback`],
+  });
+});
+
+afterAll(async () => {
+  await sandbox?.close();
+  await redis?.[Symbol.asyncDispose]();
+});
+
+const env = (keys: string): Record<string, string> => ({
+  AUTH_URL: sandbox.url,
+  CLIENT_ID,
+  CLIENT_SECRET,
+  PUBLIC_URL,
+  API_URL_ALLOWLIST: sandbox.url,
+  EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
+  SESSION_SECRET: 'admin-tests-session-secret-0123456789abcdef',
+  TOKEN_ENCRYPTION_KEYS: keys,
+  REDIS_URL: redis.url,
+});
+
+async function admin(
+  keys: string,
+  ...args: string[]
+): Promise<{ code: number; out: Record<string, unknown> }> {
+  try {
+    const { stdout } = await promisify(execFile)(process.execPath, [ADMIN, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env(keys) },
+    });
+    return { code: 0, out: JSON.parse(stdout) as Record<string, unknown> };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string };
+    return { code: failed.code, out: JSON.parse(failed.stdout || '{}') as Record<string, unknown> };
+  }
+}
+
+describe('admin', () => {
+  it('counts, re-encrypts under the active key so the old one can go, and drops a session', async () => {
+    const first = await BrokerProcess.start(env(A));
+    const client = new Client({ publicUrl: PUBLIC_URL, instances: [first.url] });
+    const control = sandbox.sandbox.control;
+    control.setConsent({ mode: 'approve', licenseId: 'lic-1001' });
+    const kept = await connectVia(client, { start: 0, callback: 0, redeem: 0 });
+    control.setConsent({ mode: 'approve', licenseId: 'lic-2001' });
+    const revoked = await connectVia(
+      new Client({ publicUrl: PUBLIC_URL, instances: [first.url] }),
+      {
+        start: 0,
+        callback: 0,
+        redeem: 0,
+      },
+    );
+    control.revokeGrant('lic-2001');
+    control.expireAccessTokens('lic-2001');
+    expect((await callApi(client, 0, revoked)).status).toBe(401);
+    await first.stop();
+
+    expect(await admin(A, 'stats')).toEqual({
+      code: 0,
+      out: {
+        sessions: 2,
+        connections: { connected: 1, disconnected: 1 },
+        connectionsByKeyId: { a: 2 },
+        activeKeyId: 'a',
+        unreadable: 0,
+      },
+    });
+
+    // Rotation: B first (active), A still there to read; re-encrypt; then A alone is gone.
+    expect(await admin(B, 'reencrypt')).toMatchObject({
+      code: 1,
+      out: { ok: false, resealed: 0, missingKey: { a: 2 } },
+    });
+    expect(await admin(`${B},${A}`, 'reencrypt')).toMatchObject({
+      code: 0,
+      out: { ok: true, resealed: 2, alreadyCurrent: 0 },
+    });
+    expect((await admin(B, 'stats')).out).toMatchObject({ connectionsByKeyId: { b: 2 } });
+    await using second = await BrokerProcess.start(env(B));
+    const again = new Client({ publicUrl: PUBLIC_URL, instances: [second.url] });
+    expect((await callApi(again, 0, kept)).status).toBe(200);
+
+    expect(await admin(B, 'drop-session', '--connection', kept.id)).toMatchObject({
+      code: 0,
+      out: { ok: true, connectionsDropped: 1 },
+    });
+    expect((await callApi(again, 0, kept)).status).toBe(401);
+    expect((await admin(B, 'stats')).out).toMatchObject({
+      sessions: 1,
+      connections: { disconnected: 1 },
+    });
+    expect(await admin(B, 'drop-session', '--connection', 'nope')).toMatchObject({ code: 1 });
+    expect((await admin(B, 'frobnicate')).code).toBe(2);
+    await client.close();
+    await again.close();
+  });
+});

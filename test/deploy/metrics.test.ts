@@ -1,0 +1,130 @@
+import { startSandbox, type RunningSandbox } from '@baton/sandbox';
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callApi, Client, connectVia } from '../support/client.ts';
+import { freePort } from '../support/ports.ts';
+import { BrokerProcess } from '../support/process.ts';
+import { RedisServer } from '../support/redis.ts';
+import { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from '../support/stack.ts';
+
+/** GET /metrics of a broker process: Prometheus text, behind METRICS_TOKEN or on METRICS_PORT. */
+const PUBLIC_URL = 'http://baton.metrics.test';
+const LICENSE = 'lic-1001';
+const METRICS_TOKEN = randomBytes(24).toString('base64url');
+
+let redis: RedisServer;
+let sandbox: RunningSandbox;
+
+beforeAll(async () => {
+  redis = await RedisServer.start();
+  sandbox = await startSandbox({ control: true, clients: [] });
+  sandbox.sandbox.control.registerClient({
+    client_id: CLIENT_ID,
+    client_secret: CLIENT_SECRET,
+    redirect_uris: [`${PUBLIC_URL}/auth/callback`],
+  });
+});
+
+afterAll(async () => {
+  await sandbox?.close();
+  redis?.resume();
+  await redis?.[Symbol.asyncDispose]();
+});
+
+const env = (extra: Record<string, string>): Record<string, string> => ({
+  AUTH_URL: sandbox.url,
+  CLIENT_ID,
+  CLIENT_SECRET,
+  PUBLIC_URL,
+  API_URL_ALLOWLIST: sandbox.url,
+  EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
+  SESSION_SECRET: `metrics-session-secret-${randomBytes(16).toString('hex')}`,
+  TOKEN_ENCRYPTION_KEYS: `k:${randomBytes(32).toString('base64')}`,
+  REDIS_URL: redis.url,
+  ...extra,
+});
+
+/** One sample's value from Prometheus text, or undefined when the series is absent. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((each) => each.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+async function scrape(url: string, token?: string): Promise<string> {
+  const response = await fetch(`${url}/metrics`, {
+    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+  });
+  expect(response.status).toBe(200);
+  expect(response.headers.get('content-type')).toContain('text/plain');
+  return response.text();
+}
+
+describe('GET /metrics with METRICS_TOKEN', () => {
+  it('answers 404 without the bearer token, as any unknown route', async () => {
+    await using broker = await BrokerProcess.start(env({ METRICS_TOKEN }));
+    expect((await fetch(`${broker.url}/metrics`)).status).toBe(404);
+    const wrong = await fetch(`${broker.url}/metrics`, {
+      headers: { authorization: `Bearer ${METRICS_TOKEN.slice(1)}x` },
+    });
+    expect(wrong.status).toBe(404);
+  });
+
+  it('counts requests by route template, refreshes by outcome, connections by status, Redis errors', async () => {
+    await using broker = await BrokerProcess.start(env({ METRICS_TOKEN }));
+    const client = new Client({ publicUrl: PUBLIC_URL, instances: [broker.url] });
+    sandbox.sandbox.control.setConsent({ mode: 'approve', licenseId: LICENSE });
+    const session = await connectVia(client, { start: 0, callback: 0, redeem: 0 });
+    expect((await callApi(client, 0, session)).status).toBe(200);
+    expect(sandbox.sandbox.control.expireAccessTokens(LICENSE)).toBeGreaterThan(0);
+    expect((await callApi(client, 0, session)).status).toBe(200);
+
+    const text = await scrape(broker.url, METRICS_TOKEN);
+    const proxied =
+      'baton_http_requests_total{method="GET",route="/connections/:id/api/{*path}",status="200"}';
+    expect(sample(text, proxied)).toBe(2);
+    expect(
+      sample(text, 'baton_http_requests_total{method="POST",route="/session",status="201"}'),
+    ).toBe(1);
+    expect(text).toContain(
+      'baton_http_request_duration_seconds_count{method="GET",route="/connections/:id/api/{*path}",status="200"} 2',
+    );
+    expect(text).not.toContain(session.id);
+    expect(sample(text, 'baton_refresh_total{outcome="refreshed"}')).toBe(1);
+    expect(sample(text, 'baton_refresh_total{outcome="rejected"}')).toBe(0);
+    expect(sample(text, 'baton_connections{status="connected"}')).toBe(1);
+    expect(sample(text, 'baton_connections{status="disconnected"}')).toBe(0);
+    expect(sample(text, 'baton_redis_errors_total')).toBe(0);
+
+    // A revoked grant: the next refresh is rejected and the connection counts as disconnected.
+    sandbox.sandbox.control.revokeGrant(LICENSE);
+    sandbox.sandbox.control.expireAccessTokens(LICENSE);
+    expect((await callApi(client, 0, session)).status).toBe(401);
+    const after = await scrape(broker.url, METRICS_TOKEN);
+    expect(sample(after, 'baton_refresh_total{outcome="rejected"}')).toBe(1);
+    expect(sample(after, 'baton_connections{status="connected"}')).toBe(0);
+    expect(sample(after, 'baton_connections{status="disconnected"}')).toBe(1);
+
+    // Redis frozen: commands go unanswered, and each one counts.
+    redis.pause();
+    try {
+      expect((await callApi(client, 0, session)).status).toBe(503);
+    } finally {
+      redis.resume();
+    }
+    expect(
+      sample(await scrape(broker.url, METRICS_TOKEN), 'baton_redis_errors_total'),
+    ).toBeGreaterThan(0);
+    await client.close();
+  });
+});
+
+describe('METRICS_PORT', () => {
+  it('serves /metrics on its own port only, and not on the public one', async () => {
+    const port = await freePort();
+    await using broker = await BrokerProcess.start(env({ METRICS_PORT: String(port) }));
+    expect((await fetch(`${broker.url}/metrics`)).status).toBe(404);
+    const text = await scrape(`http://127.0.0.1:${port}`);
+    expect(text).toContain('# TYPE baton_http_requests_total counter');
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(404);
+  });
+});

@@ -1,0 +1,220 @@
+import { startSandbox, type RunningSandbox } from '@baton/sandbox';
+import {
+  codeChallengeS256,
+  createCodeVerifier,
+  routes,
+  sessionCreateResponseSchema,
+} from '@baton/shared';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Agent, fetch, type Response } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  buildDeployedFolder,
+  DeployedBroker,
+  runDeployed,
+  type DeployedFolder,
+} from '../support/deploy.ts';
+import { RedisServer } from '../support/redis.ts';
+import { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from '../support/stack.ts';
+import {
+  removeCertificate,
+  selfSignedCertificate,
+  startTlsTerminator,
+  type TestCertificate,
+  type TlsTerminator,
+} from '../support/tls.ts';
+
+/**
+ * The deployable folder, as an operator runs it: built by `deploy:folder` into a temp dir, started
+ * with `NODE_ENV=production node dist/main.js` and only the environment given here. Production
+ * insists on https, so the sandbox sits behind a TLS-terminating loopback proxy with a
+ * certificate made for this run (trusted by the broker through NODE_EXTRA_CA_CERTS), and the test
+ * client plays the load balancer in front of the broker (PUBLIC_URL https, TRUST_PROXY=1,
+ * X-Forwarded-Proto: https).
+ */
+const PUBLIC_URL = 'https://broker.baton.test';
+const SESSION_SECRET = 'deploy-smoke-session-secret-0123456789abcdef';
+const KEY = `k1:${Buffer.alloc(32, 9).toString('base64')}`;
+const FORWARDED = { 'x-forwarded-proto': 'https' };
+
+let folder: DeployedFolder;
+let certificate: TestCertificate;
+let redis: RedisServer;
+let sandbox: RunningSandbox;
+let tls: TlsTerminator;
+
+beforeAll(async () => {
+  [folder, certificate, redis] = await Promise.all([
+    buildDeployedFolder(),
+    selfSignedCertificate(),
+    RedisServer.start(),
+  ]);
+  let sandboxPublicUrl = '';
+  sandbox = await startSandbox({ control: true, publicUrl: () => sandboxPublicUrl });
+  tls = await startTlsTerminator(certificate, sandbox.port);
+  sandboxPublicUrl = tls.url;
+  sandbox.sandbox.control.registerClient({
+    client_id: CLIENT_ID,
+    client_secret: CLIENT_SECRET,
+    redirect_uris: [`${PUBLIC_URL}/auth/callback`],
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await tls?.close();
+  await sandbox?.close();
+  await redis?.[Symbol.asyncDispose]();
+  if (certificate) await removeCertificate(certificate);
+  await folder?.[Symbol.asyncDispose]();
+});
+
+const productionEnv = (): Record<string, string> => ({
+  NODE_ENV: 'production',
+  AUTH_URL: tls.url,
+  CLIENT_ID,
+  CLIENT_SECRET,
+  PUBLIC_URL,
+  API_URL_ALLOWLIST: tls.url,
+  EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
+  SESSION_SECRET,
+  TOKEN_ENCRYPTION_KEYS: KEY,
+  REDIS_URL: redis.url,
+  TRUST_PROXY: '1',
+  NODE_EXTRA_CA_CERTS: certificate.certFile,
+});
+
+/** A browser behind the load balancer: trusts the test certificate, keeps the broker's cookies. */
+class Client {
+  readonly #agent = new Agent({ connect: { ca: certificate.cert } });
+  readonly #cookies = new Map<string, string>();
+  readonly broker: DeployedBroker;
+  constructor(broker: DeployedBroker) {
+    this.broker = broker;
+  }
+
+  /** A broker URL as the public sees it (PUBLIC_URL), sent to the broker's own socket. */
+  async toBroker(
+    pathAndQuery: string,
+    init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+  ): Promise<Response> {
+    const cookie = [...this.#cookies].map(([name, value]) => `${name}=${value}`).join('; ');
+    const response = await fetch(new URL(pathAndQuery, this.broker.url), {
+      method: init.method ?? 'GET',
+      redirect: 'manual',
+      headers: { ...FORWARDED, ...(cookie ? { cookie } : {}), ...init.headers },
+      ...(init.body === undefined ? {} : { body: init.body }),
+    });
+    for (const line of response.headers.getSetCookie()) {
+      const [pair = ''] = line.split(';');
+      const [name = '', ...value] = pair.split('=');
+      this.#cookies.set(name.trim(), value.join('='));
+    }
+    return response;
+  }
+
+  /** The provider, over TLS. */
+  provider(url: string): Promise<Response> {
+    return fetch(url, { redirect: 'manual', dispatcher: this.#agent });
+  }
+
+  async close(): Promise<void> {
+    await this.#agent.close();
+  }
+}
+
+describe('the deployable folder in production', () => {
+  it('runs the whole flow over https: start, approve, callback, POST /session, proxied users.me', async () => {
+    await using broker = await DeployedBroker.start(folder.dir, productionEnv());
+    const client = new Client(broker);
+    try {
+      const ready = await client.toBroker(routes.readyz);
+      expect(ready.status).toBe(200);
+      expect(ready.headers.get('strict-transport-security')).toContain('max-age=');
+
+      const verifier = createCodeVerifier();
+      const start = await client.toBroker(
+        `${routes.authStart}?${new URLSearchParams({
+          locale: 'nl',
+          redirect_uri: EXTENSION_REDIRECT,
+          code_challenge: await codeChallengeS256(verifier),
+          code_challenge_method: 'S256',
+        })}`,
+      );
+      expect(start.status).toBe(302);
+      expect(start.headers.getSetCookie().join()).toMatch(/^__Host-baton\.auth=.*; Secure/);
+      const authorize = new URL(start.headers.get('location')!);
+      expect(authorize.origin).toBe(tls.url);
+
+      sandbox.sandbox.control.setConsent({ mode: 'approve' });
+      const approved = await client.provider(authorize.href);
+      expect(approved.status).toBe(302);
+      const callback = new URL(approved.headers.get('location')!);
+      expect(callback.origin).toBe(PUBLIC_URL);
+
+      const handedOff = await client.toBroker(`${callback.pathname}${callback.search}`);
+      expect(handedOff.status).toBe(302);
+      const result = new URL(handedOff.headers.get('location')!);
+      expect(result.href.startsWith(EXTENSION_REDIRECT)).toBe(true);
+      const handoff = result.searchParams.get('handoff');
+      expect(handoff).not.toBeNull();
+
+      const created = await client.toBroker(routes.session, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ handoff, code_verifier: verifier }),
+      });
+      expect(created.status).toBe(201);
+      const session = sessionCreateResponseSchema.parse(await created.json());
+      expect(session.connection.api_origin).toBe(tls.url);
+
+      const me = await client.toBroker(routes.proxy(session.connection.id, 'users.me'), {
+        headers: { authorization: `Bearer ${session.session_token}` },
+      });
+      expect(me.status).toBe(200);
+      expect(await me.json()).toMatchObject({ email: expect.stringContaining('@') });
+
+      // The operator CLI ships in the folder too, and runs on the same environment.
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        [join(folder.dir, 'dist/admin.js'), 'stats'],
+        { env: { PATH: process.env.PATH ?? '', ...productionEnv() } },
+      );
+      expect(JSON.parse(stdout)).toMatchObject({
+        sessions: 1,
+        connections: { connected: 1 },
+        connectionsByKeyId: { k1: 1 },
+      });
+
+      const log = broker.lines.join('\n');
+      expect(log).not.toContain('DEVELOPMENT SETUP');
+      for (const secret of [CLIENT_SECRET, SESSION_SECRET, KEY.slice(3), session.session_token])
+        expect(log).not.toContain(secret);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('refuses to start without its variables, naming every one (the embedded store included)', async () => {
+    const run = runDeployed(folder.dir, { NODE_ENV: 'production' });
+    expect(await run.exited).toBe(1);
+    const output = run.lines.join('\n');
+    for (const name of Object.keys(productionEnv()).filter(
+      (name) => !['NODE_ENV', 'TRUST_PROXY', 'NODE_EXTRA_CA_CERTS'].includes(name),
+    ))
+      expect(output).toContain(`${name} is required when NODE_ENV=production`);
+  });
+
+  it('refuses plain http for PUBLIC_URL and the API allowlist, naming both', async () => {
+    const run = runDeployed(folder.dir, {
+      ...productionEnv(),
+      PUBLIC_URL: 'http://broker.baton.test',
+      API_URL_ALLOWLIST: sandbox.url,
+    });
+    expect(await run.exited).toBe(1);
+    const output = run.lines.join('\n');
+    expect(output).toContain('PUBLIC_URL must be https in production');
+    expect(output).toContain('API_URL_ALLOWLIST entries must be https in production');
+  });
+});
