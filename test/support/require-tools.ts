@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
  */
 const TOOLS: Record<string, string> = {
   'redis-server': 'apt-get install redis-server',
+  openssl: 'apt-get install openssl',
 };
 
 export default function requireTools(): void {
