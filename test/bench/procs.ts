@@ -1,0 +1,99 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { openSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../support/ports.ts';
+
+const here = (path: string): string => fileURLToPath(new URL(path, import.meta.url));
+export const BROKER_MAIN = here('../../server/src/main.ts');
+export const SANDBOX_MAIN = here('../sandbox/src/main.ts');
+export const BARE_PROXY = here('./bare-proxy.ts');
+export const ELD_HOOK = here('./eld-hook.ts');
+
+const TICK_MS = 10; // CLK_TCK = 100 on Linux
+
+/** utime + stime of a process, in ms, from /proc/<pid>/stat. */
+export function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // fields[0] is field 3 (state): utime is field 14, stime field 15.
+  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+}
+
+/** Resident set size in bytes, from /proc/<pid>/status. */
+export function rssBytes(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
+  return Number(kb ?? 0) * 1024;
+}
+
+async function waitHttp(url: string, deadlineMs = 20_000): Promise<void> {
+  const end = Date.now() + deadlineMs;
+  for (;;) {
+    try {
+      const response = await fetch(url);
+      await response.arrayBuffer();
+      return;
+    } catch (error) {
+      if (Date.now() > end) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+/** A child process whose output goes to a log file (never buffered in the bench process). */
+export class Proc {
+  readonly name: string;
+  readonly url: string;
+  readonly port: number;
+  readonly logFile: string;
+  readonly child: ChildProcess;
+
+  constructor(name: string, child: ChildProcess, port: number, logFile: string) {
+    this.name = name;
+    this.child = child;
+    this.port = port;
+    this.url = `http://127.0.0.1:${port}`;
+    this.logFile = logFile;
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  static async start(options: {
+    name: string;
+    args: string[];
+    env: Record<string, string>;
+    port: number;
+    logFile: string;
+    readyPath: string;
+  }): Promise<Proc> {
+    const fd = openSync(options.logFile, 'a');
+    const child = spawn(process.execPath, options.args, {
+      env: { PATH: process.env.PATH ?? '', ...options.env },
+      stdio: ['ignore', fd, fd],
+    });
+    const proc = new Proc(options.name, child, options.port, options.logFile);
+    const exited = new Promise<never>((_resolve, reject) =>
+      child.once('exit', (code) =>
+        reject(new Error(`${options.name} exited with ${code}; see ${options.logFile}`)),
+      ),
+    );
+    await Promise.race([waitHttp(`${proc.url}${options.readyPath}`), exited]);
+    exited.catch(() => {});
+    return proc;
+  }
+
+  signal(signal: NodeJS.Signals): void {
+    this.child.kill(signal);
+  }
+
+  async stop(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
+    this.child.kill(signal);
+    await exited;
+  }
+}
+
+export { freePort };

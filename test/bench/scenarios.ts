@@ -1,0 +1,551 @@
+import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Agent, request } from 'undici';
+import { openLoop, percentile, wrk, type OpenLoopResult, type Target } from './loadgen.ts';
+import { cpuMs, rssBytes, type Proc } from './procs.ts';
+import {
+  CLIENT_ID,
+  CLIENT_SECRET,
+  EXTENSION_REDIRECT,
+  LICENSE,
+  type BenchStack,
+  type Session,
+} from './stack.ts';
+
+export interface Options {
+  rounds: number;
+  seconds: number;
+  warmup: number;
+  connections: number;
+  openRate: number;
+  stormSize: number;
+  stormReps: number;
+  stormDelays: number[];
+  callbackFlows: number;
+  opens: number;
+  soakSeconds: number;
+  soakRate: number | undefined;
+  log: (line: string) => void;
+}
+
+export const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+  rounds: number[];
+}
+export const spread = (values: number[]): Spread => ({
+  median: median(values),
+  min: Math.min(...values),
+  max: Math.max(...values),
+  rounds: values,
+});
+
+/** CPU ms of each process over `work`. */
+async function measured<T>(
+  procs: Record<string, Proc | { pid: number }>,
+  work: () => Promise<T>,
+): Promise<{ result: T; cpu: Record<string, number> }> {
+  const before = Object.fromEntries(Object.entries(procs).map(([k, p]) => [k, cpuMs(p.pid)]));
+  const result = await work();
+  const cpu = Object.fromEntries(
+    Object.entries(procs).map(([k, p]) => [k, cpuMs(p.pid) - before[k]!]),
+  );
+  return { result, cpu };
+}
+
+const rotate = <T>(items: T[], by: number): T[] =>
+  items.map((_item, index) => items[(index + by) % items.length]!);
+
+export function writeLines(dir: string, name: string, lines: Target[]): string {
+  const file = join(dir, name);
+  writeFileSync(file, lines.map((line) => `${line.path}\t${line.token}`).join('\n') + '\n');
+  return file;
+}
+
+export const startPath = (): string =>
+  `/auth/start?${new URLSearchParams({
+    locale: 'nl',
+    redirect_uri: EXTENSION_REDIRECT,
+    code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    code_challenge_method: 'S256',
+  })}`;
+
+// ---------------------------------------------------------------- S1 + S3 /auth/start
+
+export interface S1Result {
+  throughput: Record<string, Spread>;
+  cpuPerReqUs: Record<string, Spread>;
+  ratioThroughput: Spread;
+  ratioCpu: Spread;
+  ratioStart: Spread;
+  oneConnP50Ms: Record<string, Spread>;
+  addedP50Ms: Spread;
+  addedP50BareMs: Spread;
+  openLoopP99Ms: Record<string, Spread>;
+  ratioOpenP99: Spread;
+  openLoopErrors: number;
+  errors: Record<string, number>;
+}
+
+export async function s1(
+  stack: BenchStack,
+  sessions: Session[],
+  options: Options,
+): Promise<S1Result> {
+  const { log } = options;
+  const broker = stack.brokers[0]!;
+  const bare = stack.bare!;
+  const direct: Target[] = sessions.map((s) => ({
+    path: `/licenses/${LICENSE}/users.me`,
+    token: s.accessToken,
+  }));
+  const viaBroker: Target[] = sessions.map((s) => ({
+    path: `/connections/${s.connectionId}/api/users.me`,
+    token: s.token,
+  }));
+  const files = {
+    a: writeLines(stack.logDir, 'direct.txt', direct),
+    b: writeLines(stack.logDir, 'broker.txt', viaBroker),
+    B: writeLines(stack.logDir, 'broker.txt', viaBroker),
+    start: writeLines(stack.logDir, 'start.txt', [{ path: startPath(), token: 'none' }]),
+  };
+  const origin = { a: stack.sandbox.url, b: bare.url, B: broker.url, start: broker.url };
+  const procsOf = {
+    a: { upstream: stack.sandbox },
+    b: { proxy: bare, upstream: stack.sandbox },
+    B: { proxy: broker, upstream: stack.sandbox, redis: { pid: stack.redisPid } },
+    start: { proxy: broker, redis: { pid: stack.redisPid } },
+  };
+  type V = keyof typeof origin;
+  const throughputVariants: V[] = ['a', 'b', 'B', 'start'];
+  const errors: Record<string, number> = {};
+
+  const load = (v: V, connections: number, seconds: number) =>
+    wrk({
+      origin: origin[v],
+      linesFile: files[v],
+      connections,
+      threads: connections === 1 ? 1 : 2,
+      seconds,
+      xff: v === 'start',
+    });
+
+  log(`S1 warm-up ${options.warmup}s per variant`);
+  for (const v of throughputVariants) await load(v, options.connections, options.warmup);
+
+  const rps: Record<string, number[]> = { a: [], b: [], B: [], start: [] };
+  const cpu: Record<string, number[]> = {
+    a: [],
+    b: [],
+    B: [],
+    start: [],
+    'B redis': [],
+    'start redis': [],
+  };
+  const ratioThroughput: number[] = [];
+  const ratioCpu: number[] = [];
+  const ratioStart: number[] = [];
+  for (let round = 0; round < options.rounds; round++) {
+    const current: Record<string, { rps: number; cpuUs: number; redisUs: number }> = {};
+    for (const v of rotate(throughputVariants, round)) {
+      await stack.control('reset', {});
+      const { result, cpu: used } = await measured(procsOf[v], () =>
+        load(v, options.connections, options.seconds),
+      );
+      errors[`S1 ${v}`] = (errors[`S1 ${v}`] ?? 0) + result.errors;
+      const main = v === 'a' ? used.upstream! : used.proxy!;
+      current[v] = {
+        rps: result.rps,
+        cpuUs: (main * 1000) / result.requests,
+        redisUs: ((used.redis ?? 0) * 1000) / result.requests,
+      };
+      rps[v]!.push(result.rps);
+      cpu[v]!.push(current[v].cpuUs);
+      if (v === 'B' || v === 'start') cpu[`${v} redis`]!.push(current[v].redisUs);
+    }
+    ratioThroughput.push(current.B!.rps / current.b!.rps);
+    ratioCpu.push(current.B!.cpuUs / current.b!.cpuUs);
+    ratioStart.push(current.start!.rps / current.b!.rps);
+    log(
+      `S1 round ${round + 1}: a ${current.a!.rps.toFixed(0)} b ${current.b!.rps.toFixed(0)} B ${current.B!.rps.toFixed(0)} start ${current.start!.rps.toFixed(0)} req/s; B/b ${ratioThroughput.at(-1)!.toFixed(2)}, cpu ${ratioCpu.at(-1)!.toFixed(2)}x`,
+    );
+  }
+
+  // One connection: added latency.
+  const oneConn: Record<string, number[]> = { a: [], b: [], B: [] };
+  const added: number[] = [];
+  const addedBare: number[] = [];
+  for (let round = 0; round < options.rounds; round++) {
+    const p50: Record<string, number> = {};
+    for (const v of rotate(['a', 'b', 'B'] as V[], round)) {
+      const result = await load(v, 1, options.seconds);
+      errors[`S1 1conn ${v}`] = (errors[`S1 1conn ${v}`] ?? 0) + result.errors;
+      p50[v] = result.p50Ms;
+      oneConn[v]!.push(result.p50Ms);
+    }
+    added.push(p50.B! - p50.a!);
+    addedBare.push(p50.b! - p50.a!);
+    log(
+      `S1 1-conn round ${round + 1}: p50 a ${p50.a!.toFixed(3)} b ${p50.b!.toFixed(3)} B ${p50.B!.toFixed(3)} ms`,
+    );
+  }
+
+  // Open loop at a constant rate: tail latency.
+  const openP99: Record<string, number[]> = { a: [], b: [], B: [] };
+  const ratioOpen: number[] = [];
+  let openErrors = 0;
+  const targets = { a: direct, b: viaBroker, B: viaBroker } as Record<string, Target[]>;
+  for (let round = 0; round < options.rounds; round++) {
+    const p99: Record<string, OpenLoopResult> = {};
+    for (const v of rotate(['a', 'b', 'B'] as V[], round)) {
+      await stack.control('reset', {});
+      p99[v] = await openLoop({
+        origin: origin[v],
+        targets: targets[v]!,
+        rate: options.openRate,
+        seconds: options.seconds,
+      });
+      openErrors += p99[v].errors;
+      openP99[v]!.push(p99[v].p99Ms);
+    }
+    ratioOpen.push(p99.B!.p99Ms / p99.b!.p99Ms);
+    log(
+      `S1 open-loop round ${round + 1}: p99 a ${p99.a!.p99Ms.toFixed(2)} b ${p99.b!.p99Ms.toFixed(2)} B ${p99.B!.p99Ms.toFixed(2)} ms (generator lag p99 ${p99.B!.lagP99Ms.toFixed(2)} ms)`,
+    );
+  }
+
+  const map = (record: Record<string, number[]>) =>
+    Object.fromEntries(Object.entries(record).map(([k, v]) => [k, spread(v)]));
+  return {
+    throughput: map(rps),
+    cpuPerReqUs: map(cpu),
+    ratioThroughput: spread(ratioThroughput),
+    ratioCpu: spread(ratioCpu),
+    ratioStart: spread(ratioStart),
+    oneConnP50Ms: map(oneConn),
+    addedP50Ms: spread(added),
+    addedP50BareMs: spread(addedBare),
+    openLoopP99Ms: map(openP99),
+    ratioOpenP99: spread(ratioOpen),
+    openLoopErrors: openErrors,
+    errors,
+  };
+}
+
+// ---------------------------------------------------------------- S2 refresh storm
+
+/** Counts the SET commands Redis executes while it runs, via `redis-cli MONITOR`. */
+async function monitor(port: number): Promise<() => Promise<{ lockSets: number; sets: number }>> {
+  const child = spawn('redis-cli', ['-p', String(port), 'monitor'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  let buffer = '';
+  let lockSets = 0;
+  let sets = 0;
+  await new Promise<void>((resolve) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString();
+      const lines = buffer.split('\n');
+      buffer = lines.pop() ?? '';
+      for (const line of lines) {
+        if (line.startsWith('OK')) resolve();
+        if (/\] "set" /i.test(line)) {
+          sets++;
+          if (/\] "set" "[^"]*:lock:/i.test(line)) lockSets++;
+        }
+      }
+    });
+  });
+  return async () => {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    child.kill('SIGTERM');
+    return { lockSets, sets };
+  };
+}
+
+export interface StormRep {
+  delayMs: number;
+  tokenCalls: number;
+  invalidGrant: number;
+  non2xx: number;
+  lockAttempts: number;
+  stormMs: number;
+  validBurstMs: number;
+  excessMs: number;
+}
+
+export interface S2Result {
+  instances: number;
+  size: number;
+  reps: StormRep[];
+  byDelay: Record<string, { excessMs: Spread; tokenCalls: number[]; lockAttempts: number[] }>;
+  violations: string[];
+}
+
+export async function s2(stack: BenchStack, session: Session, options: Options): Promise<S2Result> {
+  const { log } = options;
+  const agent = new Agent({ connections: 256, keepAliveTimeout: 4_000 });
+  const brokers = stack.brokers;
+  const burst = async (): Promise<{ ms: number; statuses: number[]; bodies: string[] }> => {
+    const started = performance.now();
+    const answers = await Promise.all(
+      Array.from({ length: options.stormSize }, async (_x, index) => {
+        const broker = brokers[index % brokers.length]!;
+        const response = await request(
+          `${broker.url}/connections/${session.connectionId}/api/users.me`,
+          { dispatcher: agent, headers: { authorization: `Bearer ${session.token}` } },
+        );
+        const body = await response.body.text();
+        return { status: response.statusCode, body };
+      }),
+    );
+    return {
+      ms: performance.now() - started,
+      statuses: answers.map((a) => a.status),
+      bodies: answers.filter((a) => a.status >= 300).map((a) => a.body),
+    };
+  };
+  // Open the client's connections to every instance first, so storm and burst start alike.
+  await burst();
+  await burst();
+  const reps: StormRep[] = [];
+  const violations: string[] = [];
+  for (let rep = 0; rep < options.stormReps; rep++) {
+    for (const delayMs of options.stormDelays) {
+      await stack.expire(session);
+      await stack.control('reset', {});
+      if (delayMs > 0)
+        await stack.control('faults', { kind: 'latency', target: 'token', ms: delayMs });
+      const stop = await monitor(stack.redis.port);
+      const storm = await burst();
+      const { lockSets } = await stop();
+      const { requests } = (await stack.control('requests')) as {
+        requests: { target: string; status: number; path: string }[];
+      };
+      const token = requests.filter((r) => r.target === 'token');
+      const counters = (await stack.control('counters')) as { token_errors: number };
+      const valid = await burst();
+      const non2xx =
+        storm.statuses.filter((s) => s < 200 || s >= 300).length +
+        valid.statuses.filter((s) => s < 200 || s >= 300).length;
+      const invalidGrant =
+        token.filter((r) => r.status === 400).length +
+        storm.bodies.filter((b) => /invalid_grant|reauthorization_required/.test(b)).length;
+      const row: StormRep = {
+        delayMs,
+        tokenCalls: token.length,
+        invalidGrant: Math.max(invalidGrant, counters.token_errors),
+        non2xx,
+        lockAttempts: lockSets,
+        stormMs: storm.ms,
+        validBurstMs: valid.ms,
+        excessMs: storm.ms - valid.ms,
+      };
+      reps.push(row);
+      log(
+        `S2 rep ${rep + 1} delay ${delayMs} ms: token calls ${row.tokenCalls}, invalid_grant ${row.invalidGrant}, non-2xx ${row.non2xx}, lock SETs ${row.lockAttempts}, storm ${row.stormMs.toFixed(1)} ms vs burst ${row.validBurstMs.toFixed(1)} ms`,
+      );
+      if (row.tokenCalls !== 1)
+        violations.push(`delay ${delayMs} rep ${rep + 1}: ${row.tokenCalls} token calls`);
+      if (row.invalidGrant !== 0)
+        violations.push(`delay ${delayMs} rep ${rep + 1}: ${row.invalidGrant} invalid_grant`);
+      if (row.non2xx !== 0) {
+        violations.push(
+          `delay ${delayMs} rep ${rep + 1}: ${row.non2xx} non-2xx (${storm.bodies.slice(0, 2).join(' | ')})`,
+        );
+      }
+    }
+  }
+  await stack.control('reset', {});
+  await agent.close();
+  const byDelay: S2Result['byDelay'] = {};
+  for (const delayMs of options.stormDelays) {
+    const rows = reps.filter((r) => r.delayMs === delayMs);
+    byDelay[String(delayMs)] = {
+      excessMs: spread(rows.map((r) => r.excessMs)),
+      tokenCalls: rows.map((r) => r.tokenCalls),
+      lockAttempts: rows.map((r) => r.lockAttempts),
+    };
+  }
+  return { instances: brokers.length, size: options.stormSize, reps, byDelay, violations };
+}
+
+// ---------------------------------------------------------------- S3 /auth/callback
+
+export interface S3Result {
+  flows: number;
+  callbackMs: { p50: number; p99: number };
+  directExchangeMs: { p50: number; p99: number };
+  aboveP50Ms: number;
+  aboveP99Ms: number;
+  failures: number;
+}
+
+export async function s3Callback(stack: BenchStack, options: Options): Promise<S3Result> {
+  const broker = stack.brokers[0]!;
+  const agent = new Agent({ connections: 8 });
+  await stack.control('consent', { mode: 'approve', licenseId: LICENSE });
+  const callback: number[] = [];
+  const direct: number[] = [];
+  let failures = 0;
+  const oneFlow = async (index: number): Promise<void> => {
+    const xff = `10.250.${(index >> 8) & 255}.${index & 255}`;
+    const start = await request(`${broker.url}${startPath()}`, {
+      dispatcher: agent,
+      headers: { 'x-forwarded-for': xff },
+    });
+    await start.body.dump();
+    const setCookie = start.headers['set-cookie'];
+    const cookie = String(Array.isArray(setCookie) ? setCookie[0] : setCookie).split(';')[0]!;
+    const authorize = await request(String(start.headers.location), { dispatcher: agent });
+    await authorize.body.dump();
+    const back = String(authorize.headers.location);
+    const t0 = performance.now();
+    const answer = await request(back, {
+      dispatcher: agent,
+      headers: { cookie, 'x-forwarded-for': xff },
+    });
+    await answer.body.dump();
+    const ms = performance.now() - t0;
+    if (answer.statusCode !== 302 || !String(answer.headers.location).includes('handoff='))
+      failures++;
+    else callback.push(ms);
+  };
+  const oneDirect = async (): Promise<void> => {
+    const redirectUri = `${broker.url}/auth/callback`;
+    const authorize = new URL(`${stack.sandbox.url}/nl/api/oauth2/authorize`);
+    authorize.search = new URLSearchParams({
+      client_id: CLIENT_ID,
+      response_type: 'code',
+      redirect_uri: redirectUri,
+    }).toString();
+    const answer = await request(authorize, { dispatcher: agent });
+    await answer.body.dump();
+    const code = new URL(String(answer.headers.location)).searchParams.get('code')!;
+    const t0 = performance.now();
+    const token = await request(`${stack.apiUrl}/oauth2/access_token`, {
+      method: 'POST',
+      dispatcher: agent,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'auth_code',
+        code,
+        redirect_uri: redirectUri,
+        client_id: CLIENT_ID,
+        client_secret: CLIENT_SECRET,
+      }).toString(),
+    });
+    await token.body.dump();
+    direct.push(performance.now() - t0);
+  };
+  for (let i = 0; i < 10; i++) await oneFlow(60_000 + i); // warm-up
+  for (let i = 0; i < options.callbackFlows; i++) {
+    if (i % 2) {
+      await oneFlow(i);
+      await oneDirect();
+    } else {
+      await oneDirect();
+      await oneFlow(i);
+    }
+  }
+  await agent.close();
+  callback.sort((a, b) => a - b);
+  direct.sort((a, b) => a - b);
+  const c = { p50: percentile(callback, 50), p99: percentile(callback, 99) };
+  const d = { p50: percentile(direct, 50), p99: percentile(direct, 99) };
+  return {
+    flows: options.callbackFlows,
+    callbackMs: c,
+    directExchangeMs: d,
+    aboveP50Ms: c.p50 - d.p50,
+    aboveP99Ms: c.p99 - d.p99,
+    failures,
+  };
+}
+
+// ---------------------------------------------------------------- S5 soak
+
+export interface S5Result {
+  seconds: number;
+  rate: number;
+  warmupSeconds: number;
+  rssAfterWarmupMb: number;
+  rssEndMb: number;
+  rssGrowthPct: number;
+  rssSamplesMb: number[];
+  eventLoopDelayMs: { p50: number; p99: number; max: number } | null;
+  latency: OpenLoopResult;
+}
+
+export async function s5(
+  stack: BenchStack,
+  sessions: Session[],
+  rate: number,
+  options: Options,
+): Promise<S5Result> {
+  const broker = stack.brokers[0]!;
+  const warmupSeconds = Math.max(10, Math.round(options.soakSeconds * 0.1));
+  const targets = sessions.map((s) => ({
+    path: `/connections/${s.connectionId}/api/users.me`,
+    token: s.token,
+  }));
+  const samples: { t: number; rss: number }[] = [];
+  const started = performance.now();
+  let warmedUp = false;
+  let lastSample = 0;
+  let lastReset = 0;
+  const latency = await openLoop({
+    origin: broker.url,
+    targets,
+    rate,
+    seconds: options.soakSeconds,
+    onTick: () => {
+      const t = (performance.now() - started) / 1000;
+      if (!warmedUp && t >= warmupSeconds) {
+        warmedUp = true;
+        broker.signal('SIGUSR2'); // eld-hook: reset the event-loop delay histogram
+      }
+      if (t - lastSample >= 5) {
+        lastSample = t;
+        samples.push({ t, rss: rssBytes(broker.pid) });
+      }
+      // The sandbox keeps a request log in memory: empty it now and then (it is not measured here).
+      if (t - lastReset >= 30) {
+        lastReset = t;
+        void stack.control('reset', {}).catch(() => {});
+      }
+    },
+  });
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  samples.push({ t: (performance.now() - started) / 1000, rss: rssBytes(broker.pid) });
+  const after = samples.filter((s) => s.t >= warmupSeconds);
+  const base = after[0]?.rss ?? NaN;
+  // The end figure: the median of the last three samples (one GC cycle does not decide it).
+  const end = median(after.slice(-3).map((s) => s.rss));
+  let eld: S5Result['eventLoopDelayMs'];
+  try {
+    eld = JSON.parse(readFileSync(stack.eldFile, 'utf8')) as S5Result['eventLoopDelayMs'];
+  } catch {
+    eld = null;
+  }
+  const mb = (bytes: number) => bytes / 1024 / 1024;
+  return {
+    seconds: options.soakSeconds,
+    rate,
+    warmupSeconds,
+    rssAfterWarmupMb: mb(base),
+    rssEndMb: mb(end),
+    rssGrowthPct: ((end - base) / base) * 100,
+    rssSamplesMb: samples.map((s) => Math.round(mb(s.rss) * 10) / 10),
+    eventLoopDelayMs: eld,
+    latency,
+  };
+}

@@ -1,0 +1,225 @@
+/**
+ * The processes one bench run measures, all on loopback: Redis, the provider sandbox (as its own
+ * process: the upstream, baseline a), the bare proxy (baseline b), and broker processes running
+ * server/src/main.ts unchanged (B). Sessions are written straight into Redis with the broker's own
+ * repository and sealer (the real route is rate limited at 30/min per IP).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent, request } from 'undici';
+import { createConnectionRepository, type ConnectionRecord } from '../../server/src/connections.ts';
+import { createSealer, parseKeyring, randomToken } from '../../server/src/crypto.ts';
+import { createSessions } from '../../server/src/sessions.ts';
+import { createRedisClient, createRedisStore } from '../../server/src/store/redis.ts';
+import { RedisServer } from '../support/redis.ts';
+import { BARE_PROXY, BROKER_MAIN, ELD_HOOK, freePort, Proc, SANDBOX_MAIN } from './procs.ts';
+
+export const CLIENT_ID = 'baton-bench';
+export const CLIENT_SECRET = `sbx_secret_bench-${randomBytes(16).toString('hex')}`;
+export const EXTENSION_REDIRECT = 'https://bench-extension.chromiumapp.org/';
+export const LICENSE = 'lic-1001';
+
+export interface Session {
+  token: string;
+  sid: string;
+  connectionId: string;
+  accessToken: string;
+}
+
+export class BenchStack {
+  readonly logDir = mkdtempSync(join(tmpdir(), 'baton-bench-'));
+  readonly key = `bench:${randomBytes(32).toString('base64')}`;
+  readonly agent = new Agent({ connections: 64 });
+  redis!: RedisServer;
+  sandbox!: Proc;
+  bare: Proc | undefined;
+  brokers: Proc[] = [];
+  brokerPorts: number[] = [];
+  eldFile = join(this.logDir, 'eld.json');
+  redisPid = 0;
+  #redisClient!: ReturnType<typeof createRedisClient>;
+  repo!: ReturnType<typeof createConnectionRepository>;
+  sessions!: ReturnType<typeof createSessions>;
+
+  static async start(
+    instances: number,
+    options: { brokerNodeArgs?: string[] } = {},
+  ): Promise<BenchStack> {
+    const stack = new BenchStack();
+    stack.redis = await RedisServer.start();
+    stack.brokerPorts = await Promise.all(Array.from({ length: instances }, () => freePort()));
+    const sandboxPort = await freePort();
+    stack.sandbox = await Proc.start({
+      name: 'sandbox',
+      args: [SANDBOX_MAIN],
+      env: {
+        SANDBOX_PORT: String(sandboxPort),
+        SANDBOX_CONTROL: '1',
+        SANDBOX_CLIENT_ID: CLIENT_ID,
+        SANDBOX_CLIENT_SECRET: CLIENT_SECRET,
+        SANDBOX_REDIRECT_URIS: stack.brokerPorts
+          .map((port) => `http://127.0.0.1:${port}/auth/callback`)
+          .join(','),
+      },
+      port: sandboxPort,
+      logFile: join(stack.logDir, 'sandbox.log'),
+      readyPath: '/',
+    });
+    stack.brokers = await Promise.all(
+      stack.brokerPorts.map((port, index) =>
+        Proc.start({
+          name: `broker${index}`,
+          args:
+            index === 0
+              ? [...(options.brokerNodeArgs ?? []), '--import', ELD_HOOK, BROKER_MAIN]
+              : [BROKER_MAIN],
+          env: {
+            AUTH_URL: stack.sandbox.url,
+            CLIENT_ID,
+            CLIENT_SECRET,
+            PUBLIC_URL: `http://127.0.0.1:${port}`,
+            API_URL_ALLOWLIST: stack.sandbox.url,
+            EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
+            SESSION_SECRET: `bench-session-secret-${randomBytes(16).toString('hex')}`,
+            TOKEN_ENCRYPTION_KEYS: stack.key,
+            REDIS_URL: stack.redis.url,
+            LOG_LEVEL: 'info',
+            TRUST_PROXY: '1',
+            PORT: String(port),
+            HOST: '127.0.0.1',
+            ...(index === 0 ? { BENCH_ELD_FILE: stack.eldFile } : {}),
+          },
+          port,
+          logFile: join(stack.logDir, `broker${index}.log`),
+          readyPath: '/healthz',
+        }),
+      ),
+    );
+    stack.#redisClient = createRedisClient(stack.redis.url);
+    stack.#redisClient.on('error', () => {});
+    await stack.#redisClient.connect();
+    const info = await stack.#redisClient.info('server');
+    stack.redisPid = Number(/process_id:(\d+)/.exec(info)?.[1]);
+    const store = createRedisStore(stack.#redisClient);
+    stack.repo = createConnectionRepository(store, createSealer(parseKeyring(stack.key)));
+    stack.sessions = createSessions(store, Date.now);
+    return stack;
+  }
+
+  get apiUrl(): string {
+    return `${this.sandbox.url}/licenses/${LICENSE}`;
+  }
+
+  async control(path: string, body?: unknown): Promise<unknown> {
+    const response = await request(`${this.sandbox.url}/_control/${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      dispatcher: this.agent,
+      ...(body === undefined
+        ? {}
+        : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+    });
+    if (response.statusCode >= 300) throw new Error(`control ${path}: ${response.statusCode}`);
+    return response.body.json();
+  }
+
+  /** A fresh grant at the sandbox: code through scripted consent, then the code exchange. */
+  async grant(): Promise<{ accessToken: string; refreshToken: string; expiresAt: number }> {
+    const redirectUri = `http://127.0.0.1:${this.brokerPorts[0]}/auth/callback`;
+    const authorize = new URL(`${this.sandbox.url}/nl/api/oauth2/authorize`);
+    authorize.search = new URLSearchParams({
+      client_id: CLIENT_ID,
+      response_type: 'code',
+      redirect_uri: redirectUri,
+    }).toString();
+    const answer = await request(authorize, { dispatcher: this.agent });
+    await answer.body.dump();
+    const location = new URL(String(answer.headers.location));
+    const code = location.searchParams.get('code');
+    if (code === null) throw new Error(`authorize answered ${answer.statusCode} without a code`);
+    const issued = Date.now();
+    const token = await request(`${this.apiUrl}/oauth2/access_token`, {
+      method: 'POST',
+      dispatcher: this.agent,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'auth_code',
+        code,
+        redirect_uri: redirectUri,
+        client_id: CLIENT_ID,
+        client_secret: CLIENT_SECRET,
+      }).toString(),
+    });
+    const body = (await token.body.json()) as {
+      access_token: string;
+      refresh_token: string;
+      expires_in: number;
+    };
+    if (token.statusCode !== 200) throw new Error(`code exchange: ${token.statusCode}`);
+    return {
+      accessToken: body.access_token,
+      refreshToken: body.refresh_token,
+      expiresAt: issued + body.expires_in * 1000,
+    };
+  }
+
+  /** `count` API sessions, each with one connection sealed into Redis by the broker's own code. */
+  async createSessions(count: number): Promise<Session[]> {
+    await this.control('consent', { mode: 'approve', licenseId: LICENSE });
+    const out: Session[] = [];
+    const batch = 16;
+    for (let start = 0; start < count; start += batch) {
+      const made = await Promise.all(
+        Array.from({ length: Math.min(batch, count - start) }, async () => {
+          const tokens = await this.grant();
+          const { token, sid } = await this.sessions.create();
+          const record: ConnectionRecord = {
+            id: randomToken(16),
+            apiUrl: this.apiUrl,
+            status: 'connected',
+            connectedAt: Date.now(),
+            tokens,
+          };
+          if (!(await this.repo.save(sid, record, 0))) throw new Error('could not save');
+          return { token, sid, connectionId: record.id, accessToken: tokens.accessToken };
+        }),
+      );
+      out.push(...made);
+    }
+    return out;
+  }
+
+  /** Mark a connection's access token as expired in its sealed record (the refresh token stays). */
+  async expire(session: Session): Promise<void> {
+    const loaded = await this.repo.load(session.sid, session.connectionId);
+    if (!loaded?.record.tokens) throw new Error('connection lost its tokens');
+    const record = {
+      ...loaded.record,
+      tokens: { ...loaded.record.tokens, expiresAt: Date.now() - 1000 },
+    };
+    if (!(await this.repo.save(session.sid, record, loaded.version)))
+      throw new Error('could not expire the record');
+  }
+
+  async startBare(fixedToken: string): Promise<void> {
+    const port = await freePort();
+    this.bare = await Proc.start({
+      name: 'bare',
+      args: [BARE_PROXY],
+      env: { PORT: String(port), UPSTREAM_API_URL: this.apiUrl, UPSTREAM_TOKEN: fixedToken },
+      port,
+      logFile: join(this.logDir, 'bare.log'),
+      readyPath: '/healthz',
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#redisClient?.isOpen) await this.#redisClient.close();
+    for (const broker of this.brokers) await broker.stop();
+    await this.bare?.stop();
+    await this.sandbox?.stop();
+    await this.agent.close();
+    await this.redis?.[Symbol.asyncDispose]();
+  }
+}
