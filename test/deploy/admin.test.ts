@@ -1,13 +1,11 @@
-import { startSandbox, type RunningSandbox } from '@baton/sandbox';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { callApi, Client, connectVia } from '../support/client.ts';
 import { BrokerProcess } from '../support/process.ts';
-import { RedisServer } from '../support/redis.ts';
-import { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from '../support/stack.ts';
+import { useBrokerWorld } from '../support/broker-world.ts';
 
 /** The operator CLI (server/src/admin.ts) against the Redis of a running broker. */
 const ADMIN = fileURLToPath(new URL('../../server/src/admin.ts', import.meta.url));
@@ -15,35 +13,8 @@ const PUBLIC_URL = 'http://baton.admin.test';
 const A = `a:${randomBytes(32).toString('base64')}`;
 const B = `b:${randomBytes(32).toString('base64')}`;
 
-let redis: RedisServer;
-let sandbox: RunningSandbox;
-
-beforeAll(async () => {
-  redis = await RedisServer.start();
-  sandbox = await startSandbox({ control: true, clients: [] });
-  sandbox.sandbox.control.registerClient({
-    client_id: CLIENT_ID,
-    client_secret: CLIENT_SECRET,
-    redirect_uris: [`${PUBLIC_URL}/auth/callback`],
-  });
-});
-
-afterAll(async () => {
-  await sandbox?.close();
-  await redis?.[Symbol.asyncDispose]();
-});
-
-const env = (keys: string): Record<string, string> => ({
-  AUTH_URL: sandbox.url,
-  CLIENT_ID,
-  CLIENT_SECRET,
-  PUBLIC_URL,
-  API_URL_ALLOWLIST: sandbox.url,
-  EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
-  SESSION_SECRET: 'admin-tests-session-secret-0123456789abcdef',
-  TOKEN_ENCRYPTION_KEYS: keys,
-  REDIS_URL: redis.url,
-});
+const world = useBrokerWorld(PUBLIC_URL);
+const env = (keys: string) => world.env({ TOKEN_ENCRYPTION_KEYS: keys });
 
 async function admin(
   keys: string,
@@ -64,7 +35,7 @@ describe('admin', () => {
   it('counts, re-encrypts under the active key so the old one can go, and drops a session', async () => {
     const first = await BrokerProcess.start(env(A));
     const client = new Client({ publicUrl: PUBLIC_URL, instances: [first.url] });
-    const control = sandbox.sandbox.control;
+    const control = world.sandbox.sandbox.control;
     control.setConsent({ mode: 'approve', licenseId: 'lic-1001' });
     const kept = await connectVia(client, { start: 0, callback: 0, redeem: 0 });
     control.setConsent({ mode: 'approve', licenseId: 'lic-2001' });

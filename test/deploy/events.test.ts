@@ -1,4 +1,3 @@
-import { startSandbox, type RunningSandbox } from '@baton/sandbox';
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
@@ -6,8 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callApi, Client, connectVia } from '../support/client.ts';
 import { BrokerProcess } from '../support/process.ts';
-import { RedisServer } from '../support/redis.ts';
-import { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from '../support/stack.ts';
+import { useBrokerWorld } from '../support/broker-world.ts';
 import { until } from '../support/wait.ts';
 
 /** Connection events, POSTed by a broker process to a receiver of the test's own. */
@@ -63,46 +61,26 @@ function verified(event: Received): boolean {
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
-let redis: RedisServer;
-let sandbox: RunningSandbox;
+const world = useBrokerWorld(PUBLIC_URL);
 let receiver: Receiver;
 let receiverUrl: string;
 
 beforeAll(async () => {
-  redis = await RedisServer.start();
-  sandbox = await startSandbox({ control: true, clients: [] });
-  sandbox.sandbox.control.registerClient({
-    client_id: CLIENT_ID,
-    client_secret: CLIENT_SECRET,
-    redirect_uris: [`${PUBLIC_URL}/auth/callback`],
-  });
   receiver = new Receiver();
   receiverUrl = await receiver.start();
 });
 
 afterAll(async () => {
   await receiver?.close();
-  await sandbox?.close();
-  await redis?.[Symbol.asyncDispose]();
 });
 
 describe('EVENTS_WEBHOOK_URL', () => {
   it('posts signed disconnected and reconnected events, tries again after a 503, and holds no secret', async () => {
-    await using broker = await BrokerProcess.start({
-      AUTH_URL: sandbox.url,
-      CLIENT_ID,
-      CLIENT_SECRET,
-      PUBLIC_URL,
-      API_URL_ALLOWLIST: sandbox.url,
-      EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
-      SESSION_SECRET: `events-session-secret-${randomBytes(16).toString('hex')}`,
-      TOKEN_ENCRYPTION_KEYS: `k:${randomBytes(32).toString('base64')}`,
-      REDIS_URL: redis.url,
-      EVENTS_WEBHOOK_URL: receiverUrl,
-      EVENTS_WEBHOOK_SECRET: SECRET,
-    });
+    await using broker = await BrokerProcess.start(
+      world.env({ EVENTS_WEBHOOK_URL: receiverUrl, EVENTS_WEBHOOK_SECRET: SECRET }),
+    );
     const client = new Client({ publicUrl: PUBLIC_URL, instances: [broker.url] });
-    const control = sandbox.sandbox.control;
+    const control = world.sandbox.sandbox.control;
     control.setConsent({ mode: 'approve', licenseId: LICENSE });
     const session = await connectVia(client, { start: 0, callback: 0, redeem: 0 });
 
@@ -120,7 +98,7 @@ describe('EVENTS_WEBHOOK_URL', () => {
     expect(verified(disconnected!)).toBe(true);
     expect(JSON.parse(disconnected!.body)).toMatchObject({
       type: 'connection.disconnected',
-      connection: { id: session.id, api_origin: sandbox.url, reason: 'refresh_rejected' },
+      connection: { id: session.id, api_origin: world.sandbox.url, reason: 'refresh_rejected' },
     });
 
     // The user authorizes the license again, in the same session.
@@ -139,7 +117,7 @@ describe('EVENTS_WEBHOOK_URL', () => {
     expect(verified(reconnected!)).toBe(true);
     expect(JSON.parse(reconnected!.body).connection).toEqual({
       id: session.id,
-      api_origin: sandbox.url,
+      api_origin: world.sandbox.url,
     });
 
     // A signature over another body does not verify.

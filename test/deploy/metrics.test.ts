@@ -1,48 +1,17 @@
-import { startSandbox, type RunningSandbox } from '@baton/sandbox';
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { callApi, Client, connectVia } from '../support/client.ts';
 import { freePort } from '../support/ports.ts';
 import { BrokerProcess } from '../support/process.ts';
-import { RedisServer } from '../support/redis.ts';
-import { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from '../support/stack.ts';
+import { useBrokerWorld } from '../support/broker-world.ts';
 
 /** GET /metrics of a broker process: Prometheus text, behind METRICS_TOKEN or on METRICS_PORT. */
 const PUBLIC_URL = 'http://baton.metrics.test';
 const LICENSE = 'lic-1001';
 const METRICS_TOKEN = randomBytes(24).toString('base64url');
 
-let redis: RedisServer;
-let sandbox: RunningSandbox;
-
-beforeAll(async () => {
-  redis = await RedisServer.start();
-  sandbox = await startSandbox({ control: true, clients: [] });
-  sandbox.sandbox.control.registerClient({
-    client_id: CLIENT_ID,
-    client_secret: CLIENT_SECRET,
-    redirect_uris: [`${PUBLIC_URL}/auth/callback`],
-  });
-});
-
-afterAll(async () => {
-  await sandbox?.close();
-  redis?.resume();
-  await redis?.[Symbol.asyncDispose]();
-});
-
-const env = (extra: Record<string, string>): Record<string, string> => ({
-  AUTH_URL: sandbox.url,
-  CLIENT_ID,
-  CLIENT_SECRET,
-  PUBLIC_URL,
-  API_URL_ALLOWLIST: sandbox.url,
-  EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
-  SESSION_SECRET: `metrics-session-secret-${randomBytes(16).toString('hex')}`,
-  TOKEN_ENCRYPTION_KEYS: `k:${randomBytes(32).toString('base64')}`,
-  REDIS_URL: redis.url,
-  ...extra,
-});
+const world = useBrokerWorld(PUBLIC_URL);
+const env = world.env;
 
 /** One sample's value from Prometheus text, or undefined when the series is absent. */
 function sample(text: string, series: string): number | undefined {
@@ -72,10 +41,10 @@ describe('GET /metrics with METRICS_TOKEN', () => {
   it('counts requests by route template, refreshes by outcome, connections by status, Redis errors', async () => {
     await using broker = await BrokerProcess.start(env({ METRICS_TOKEN }));
     const client = new Client({ publicUrl: PUBLIC_URL, instances: [broker.url] });
-    sandbox.sandbox.control.setConsent({ mode: 'approve', licenseId: LICENSE });
+    world.sandbox.sandbox.control.setConsent({ mode: 'approve', licenseId: LICENSE });
     const session = await connectVia(client, { start: 0, callback: 0, redeem: 0 });
     expect((await callApi(client, 0, session)).status).toBe(200);
-    expect(sandbox.sandbox.control.expireAccessTokens(LICENSE)).toBeGreaterThan(0);
+    expect(world.sandbox.sandbox.control.expireAccessTokens(LICENSE)).toBeGreaterThan(0);
     expect((await callApi(client, 0, session)).status).toBe(200);
 
     const text = await scrape(broker.url, METRICS_TOKEN);
@@ -96,8 +65,8 @@ describe('GET /metrics with METRICS_TOKEN', () => {
     expect(sample(text, 'baton_redis_errors_total')).toBe(0);
 
     // A revoked grant: the next refresh is rejected and the connection counts as disconnected.
-    sandbox.sandbox.control.revokeGrant(LICENSE);
-    sandbox.sandbox.control.expireAccessTokens(LICENSE);
+    world.sandbox.sandbox.control.revokeGrant(LICENSE);
+    world.sandbox.sandbox.control.expireAccessTokens(LICENSE);
     expect((await callApi(client, 0, session)).status).toBe(401);
     const after = await scrape(broker.url, METRICS_TOKEN);
     expect(sample(after, 'baton_refresh_total{outcome="rejected"}')).toBe(1);
@@ -105,11 +74,11 @@ describe('GET /metrics with METRICS_TOKEN', () => {
     expect(sample(after, 'baton_connections{status="disconnected"}')).toBe(1);
 
     // Redis frozen: commands go unanswered, and each one counts.
-    redis.pause();
+    world.redis.pause();
     try {
       expect((await callApi(client, 0, session)).status).toBe(503);
     } finally {
-      redis.resume();
+      world.redis.resume();
     }
     expect(
       sample(await scrape(broker.url, METRICS_TOKEN), 'baton_redis_errors_total'),
