@@ -1,6 +1,7 @@
 import { LOCALES, type Locale } from '@baton/shared';
 import { storage } from 'wxt/utils/storage';
 import { parseBrokerUrl } from '../broker-url.ts';
+import { serialisedStore, type SerialisedStore } from './serialised.ts';
 
 /**
  * What survives a browser restart, in `storage.local`, as one versioned item.
@@ -108,24 +109,11 @@ export function definePersistedStateItem(buildBrokerUrl: string) {
  * Serialised read-modify-write over the item: the background is its only writer, and the flow,
  * the refresh and the options page may all want to change it at once.
  */
-export interface StateStore {
-  read(): Promise<PersistedState>;
-  update(change: (state: PersistedState) => PersistedState): Promise<PersistedState>;
-}
+export type StateStore = SerialisedStore<PersistedState>;
 
 export function createStateStore(item: PersistedStateItem): StateStore {
-  let queue: Promise<unknown> = Promise.resolve();
-  const read = async () => parsePersistedState(await item.getValue());
-  return {
-    read,
-    update(change) {
-      const next = queue.then(async () => {
-        const updated = change(await read());
-        await item.setValue(updated);
-        return updated;
-      });
-      queue = next.catch(() => undefined);
-      return next;
-    },
-  };
+  return serialisedStore(
+    async () => parsePersistedState(await item.getValue()),
+    (state) => item.setValue(state),
+  );
 }

@@ -1,6 +1,7 @@
 import type { DisconnectedReason, Locale } from '@baton/shared';
 import { storage } from 'wxt/utils/storage';
 import type { Problem } from '../problems.ts';
+import { serialisedStore, type SerialisedStore } from './serialised.ts';
 
 /**
  * What the popup shows, written only by the background and kept in `storage.session`: the popup
@@ -87,25 +88,12 @@ export function emptyView(brokerUrl: string): View {
 /** `storage.session` is cleared on extension update, so this item needs no versioning. */
 export const viewItem = storage.defineItem<View | null>('session:view', { fallback: null });
 
-export interface ViewStore {
-  read(): Promise<View>;
-  update(change: (view: View) => View): Promise<View>;
-}
+export type ViewStore = SerialisedStore<View>;
 
 /** Serialised read-modify-write: the flow and the refresh update the view concurrently. */
 export function createViewStore(item: typeof viewItem, brokerUrl: () => string): ViewStore {
-  let queue: Promise<unknown> = Promise.resolve();
-  const read = async () => (await item.getValue()) ?? emptyView(brokerUrl());
-  return {
-    read,
-    update(change) {
-      const next = queue.then(async () => {
-        const updated = change(await read());
-        await item.setValue(updated);
-        return updated;
-      });
-      queue = next.catch(() => undefined);
-      return next;
-    },
-  };
+  return serialisedStore(
+    async () => (await item.getValue()) ?? emptyView(brokerUrl()),
+    (view) => item.setValue(view),
+  );
 }

@@ -1,0 +1,27 @@
+/**
+ * A stored value with serialised read-modify-write: concurrent updates (the flow, a refresh, the
+ * UI) each see the previous one's result instead of overwriting it.
+ */
+export interface SerialisedStore<T> {
+  read(): Promise<T>;
+  update(change: (value: T) => T): Promise<T>;
+}
+
+export function serialisedStore<T>(
+  read: () => Promise<T>,
+  write: (value: T) => Promise<void>,
+): SerialisedStore<T> {
+  let queue: Promise<unknown> = Promise.resolve();
+  return {
+    read,
+    update(change) {
+      const next = queue.then(async () => {
+        const updated = change(await read());
+        await write(updated);
+        return updated;
+      });
+      queue = next.catch(() => undefined);
+      return next;
+    },
+  };
+}
