@@ -41,21 +41,11 @@ export function createBrokerClient(options: BrokerClientOptions): BrokerClient {
   const { baseUrl, now } = options;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
 
-  async function send(
-    method: 'GET' | 'POST' | 'DELETE',
-    path: string,
-    token: string | null,
-    body?: unknown,
-  ): Promise<Response> {
-    const headers: Record<string, string> = { Accept: 'application/json' };
-    if (token !== null) headers['Authorization'] = `Bearer ${token}`;
-    if (body !== undefined) headers['Content-Type'] = 'application/json';
-    let response: Response;
+  /** One request to the broker; no answer at all becomes `timeout` or `broker_unreachable`. */
+  async function reach(path: string, init: RequestInit): Promise<Response> {
     try {
-      response = await options.fetch(`${baseUrl}${path}`, {
-        method,
-        headers,
-        ...(body !== undefined && { body: JSON.stringify(body) }),
+      return await options.fetch(`${baseUrl}${path}`, {
+        ...init,
         credentials: 'omit',
         cache: 'no-store',
         // A redirect could carry the bearer elsewhere: treat it as an answer, not follow it.
@@ -65,11 +55,25 @@ export function createBrokerClient(options: BrokerClientOptions): BrokerClient {
     } catch (error) {
       throw new ProblemError(
         { code: isTimeout(error) ? 'timeout' : 'broker_unreachable' },
-        {
-          cause: error,
-        },
+        { cause: error },
       );
     }
+  }
+
+  async function send(
+    method: 'GET' | 'POST' | 'DELETE',
+    path: string,
+    token: string | null,
+    body?: unknown,
+  ): Promise<Response> {
+    const headers: Record<string, string> = { Accept: 'application/json' };
+    if (token !== null) headers['Authorization'] = `Bearer ${token}`;
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    const response = await reach(path, {
+      method,
+      headers,
+      ...(body !== undefined && { body: JSON.stringify(body) }),
+    });
     if (!response.ok) throw new ProblemError(await problemFromResponse(response, now));
     return response;
   }
@@ -85,21 +89,7 @@ export function createBrokerClient(options: BrokerClientOptions): BrokerClient {
   return {
     baseUrl,
     async ping() {
-      try {
-        await options.fetch(`${baseUrl}${routes.healthz}`, {
-          credentials: 'omit',
-          cache: 'no-store',
-          redirect: 'manual',
-          signal: AbortSignal.timeout(timeoutMs),
-        });
-      } catch (error) {
-        throw new ProblemError(
-          { code: isTimeout(error) ? 'timeout' : 'broker_unreachable' },
-          {
-            cause: error,
-          },
-        );
-      }
+      await reach(routes.healthz, {});
     },
     async createSession(body, token) {
       const response = await send('POST', routes.session, token, body);
