@@ -3,7 +3,8 @@ import { defineConfig } from 'vitest/config';
 /**
  * Projects: `unit:*` are fast and beside the code (run by `pnpm check`); `integration` talks to a
  * real redis-server and the sandbox over HTTP; `deploy` builds the deployable folder and runs it in
- * production mode; `e2e` drives real browsers.
+ * production mode; `topology` runs brokers on a real Redis Cluster and Sentinel set; `e2e` drives
+ * real browsers.
  */
 export default defineConfig({
   test: {
@@ -39,6 +40,15 @@ export default defineConfig({
           globalSetup: ['test/support/require-tools.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: 'topology',
+          include: ['test/topology/**/*.test.ts'],
+          globalSetup: ['test/support/require-tools.ts'],
+          testTimeout: 90_000,
+          hookTimeout: 90_000,
         },
       },
       {

@@ -1,21 +1,32 @@
 import { createConnectionRepository, type ConnectionRecord } from './connections.ts';
 import { createSealer, MissingKeyError, type Keyring } from './crypto.ts';
 import { keys } from './keys.ts';
-import { createRedisStore, type RedisClient } from './store/redis.ts';
+import { createRedisStore } from './store/redis.ts';
+import type { Redis } from './store/topology.ts';
 
 /** `baton:{sid}:connection:id`, the only keys holding sealed tokens. */
 const CONNECTION_KEY = /^baton:\{([^}]+)\}:connection:(.+)$/;
 const SESSION_KEY = /^baton:\{([^}]+)\}:session$/;
 
-/** The operator's commands over one Redis (a standalone server: SCAN walks its one keyspace). */
-export function createAdmin(redis: RedisClient, keyring: Keyring) {
+/** The operator's commands over the broker's Redis, whichever its topology. */
+export function createAdmin(redis: Redis, keyring: Keyring) {
   const store = createRedisStore(redis);
   const sealer = createSealer(keyring);
   const connections = createConnectionRepository(store, sealer);
 
+  /** SCAN walks one node's keyspace: a Cluster's keys are spread over its masters. */
   async function* scan(match: string): AsyncGenerator<string> {
-    for await (const batch of redis.scanIterator({ MATCH: match, COUNT: 1000 }))
-      for (const key of batch) yield key;
+    for (const send of await redis.masters()) {
+      let cursor = '0';
+      do {
+        const [next, batch] = (await send(['SCAN', cursor, 'MATCH', match, 'COUNT', '1000'])) as [
+          string,
+          string[],
+        ];
+        cursor = String(next);
+        yield* batch;
+      } while (cursor !== '0');
+    }
   }
   async function* connectionKeys(): AsyncGenerator<{ sid: string; id: string }> {
     for await (const key of scan('baton:{*}:connection:*')) {

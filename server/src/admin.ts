@@ -1,5 +1,5 @@
 /**
- * The operator's command line, on the broker's own environment (the same REDIS_URL and
+ * The operator's command line, on the broker's own environment (the same Redis settings and
  * TOKEN_ENCRYPTION_KEYS): `node dist/admin.js <command>` in the deployable folder, or
  * `pnpm --filter @baton/server admin <command>` in the repository. Prints JSON.
  *
@@ -11,7 +11,7 @@
  */
 import { createAdmin } from './admin-commands.ts';
 import { ConfigError, loadConfig } from './config.ts';
-import { createRedisClient } from './store/redis.ts';
+import { createRedis } from './store/topology.ts';
 
 const USAGE =
   'usage: admin stats | reencrypt | drop-session <sid> | drop-session --connection <id>';
@@ -25,13 +25,15 @@ async function main(args: string[]): Promise<number> {
     console.error(error.message);
     return 1;
   }
-  if (!config.redisUrl) {
-    console.error('REDIS_URL is required: the admin commands work on the broker’s Redis');
+  if (!config.redis) {
+    console.error(
+      'REDIS_URL, REDIS_SENTINEL or REDIS_CLUSTER_NODES is required: the admin commands work on the broker’s Redis',
+    );
     return 1;
   }
-  const redis = createRedisClient(config.redisUrl);
-  redis.on('error', () => {});
-  await redis.connect();
+  const redis = createRedis(config.redis, { cacheEntries: 0 });
+  redis.client.on('error', () => {});
+  await redis.client.connect();
   try {
     const admin = createAdmin(redis, config.keyring);
     const [command, ...rest] = args;
@@ -49,7 +51,7 @@ async function main(args: string[]): Promise<number> {
     console.log(JSON.stringify(result, null, 2));
     return (result as { ok?: boolean }).ok === false ? 1 : 0;
   } finally {
-    await redis.close();
+    await redis.client.close();
   }
 }
 

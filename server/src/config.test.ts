@@ -52,16 +52,79 @@ describe('loadConfig', () => {
     const config = loadConfig({});
     expect(config.production).toBe(false);
     expect(config.authUrl).toBe('http://127.0.0.1:8788');
-    expect(config.redisUrl).toBeUndefined();
+    expect(config.redis).toBeUndefined();
     expect(config.developmentDefaults).toContain('CLIENT_SECRET');
     expect(config.developmentDefaults).toContain('REDIS_URL (embedded store)');
   });
 
   it('names every missing variable in production at once, the embedded store included', () => {
     const found = problems({ NODE_ENV: 'production' });
-    for (const name of Object.keys(production).filter((name) => name !== 'NODE_ENV')) {
+    for (const name of Object.keys(production).filter(
+      (name) => name !== 'NODE_ENV' && name !== 'REDIS_URL',
+    )) {
       expect(found.join('\n')).toContain(`${name} is required`);
     }
+    expect(found).toContainEqual(
+      expect.stringMatching(/^REDIS_URL, REDIS_SENTINEL or REDIS_CLUSTER_NODES is required/),
+    );
+  });
+
+  describe('Redis', () => {
+    const noRedis = { ...production, REDIS_URL: undefined };
+
+    it('a standalone server, cached and not waiting for replicas by default', () => {
+      expect(loadConfig(production)).toMatchObject({
+        redis: { mode: 'standalone', url: 'redis://redis:6379' },
+        redisCacheEntries: 10_000,
+        redisWaitReplicas: 0,
+      });
+    });
+
+    it('a Sentinel set: the master name and its sentinels, waiting for one replica by default', () => {
+      const config = loadConfig({
+        ...noRedis,
+        REDIS_SENTINEL: 'baton@sentinel-1:26379, sentinel-2:26379,[::1]:26380',
+        REDIS_PASSWORD: 'data-password',
+      });
+      expect(config.redis).toEqual({
+        mode: 'sentinel',
+        masterName: 'baton',
+        sentinels: [
+          { host: 'sentinel-1', port: 26379 },
+          { host: 'sentinel-2', port: 26379 },
+          { host: '::1', port: 26380 },
+        ],
+        username: undefined,
+        password: 'data-password',
+        sentinelPassword: undefined,
+      });
+      expect(config.redisWaitReplicas).toBe(1);
+      expect(
+        loadConfig({ ...noRedis, REDIS_SENTINEL: 'b@s:1', REDIS_WAIT_REPLICAS: '0' })
+          .redisWaitReplicas,
+      ).toBe(0);
+    });
+
+    it('a Cluster: some of its nodes', () => {
+      expect(
+        loadConfig({ ...noRedis, REDIS_CLUSTER_NODES: 'redis://a:7000,redis://b:7001' }).redis,
+      ).toMatchObject({ mode: 'cluster', nodes: ['redis://a:7000', 'redis://b:7001'] });
+    });
+
+    it('names a malformed setting, and more than one place', () => {
+      expect(problems({ ...noRedis, REDIS_SENTINEL: 'sentinel-1:26379' })).toEqual([
+        'REDIS_SENTINEL must be master-name@host:port[,host:port…]',
+      ]);
+      expect(problems({ ...noRedis, REDIS_SENTINEL: 'baton@sentinel-1' })).toEqual([
+        'REDIS_SENTINEL has a sentinel address that is not host:port: sentinel-1',
+      ]);
+      expect(problems({ ...noRedis, REDIS_CLUSTER_NODES: 'http://a:7000' })).toEqual([
+        'REDIS_CLUSTER_NODES must be redis://host:port URLs: http://a:7000',
+      ]);
+      expect(problems({ ...production, REDIS_CLUSTER_NODES: 'redis://a:7000' })).toEqual([
+        'REDIS_URL and REDIS_CLUSTER_NODES: set only one of them',
+      ]);
+    });
   });
 
   it.each([

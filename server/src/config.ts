@@ -2,6 +2,7 @@ import { DEV_EXTENSION_REDIRECT_URLS } from '@baton/shared';
 import { z } from 'zod';
 import { parseAllowlist, type Allowlist } from './allowlist.ts';
 import { parseKeyring, type Keyring } from './crypto.ts';
+import { parseClusterNodes, parseSentinel, type RedisTopology } from './store/topology.ts';
 
 /** Everything the broker reads from its environment, parsed once at start-up. */
 export interface Config {
@@ -18,7 +19,16 @@ export interface Config {
   extensionRedirectUrls: readonly string[];
   sessionSecrets: string[];
   keyring: Keyring;
-  redisUrl: string | undefined;
+  /** REDIS_URL, REDIS_SENTINEL or REDIS_CLUSTER_NODES; undefined: the embedded store. */
+  redis: RedisTopology | undefined;
+  /** Entries of the client-side cache of records (REDIS_CACHE_ENTRIES, default 10,000; 0: off). */
+  redisCacheEntries: number;
+  /**
+   * Replicas that must acknowledge each durable write (REDIS_WAIT_REPLICAS; default 1 with
+   * Sentinel, whose point is failing over to a replica, else 0).
+   */
+  redisWaitReplicas: number;
+  redisWaitTimeoutMs: number;
   port: number;
   host: string;
   trustProxy: boolean | number | string;
@@ -75,6 +85,14 @@ const schema = z.object({
   REDIS_URL: z
     .url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' })
     .optional(),
+  REDIS_SENTINEL: z.string().optional(),
+  REDIS_CLUSTER_NODES: z.string().optional(),
+  REDIS_USERNAME: z.string().optional(),
+  REDIS_PASSWORD: z.string().optional(),
+  REDIS_SENTINEL_PASSWORD: z.string().optional(),
+  REDIS_CACHE_ENTRIES: z.coerce.number().int().min(0).max(10_000_000).default(10_000),
+  REDIS_WAIT_REPLICAS: z.coerce.number().int().min(0).max(16).optional(),
+  REDIS_WAIT_TIMEOUT_MS: z.coerce.number().int().min(1).max(900).default(250),
   PORT: z.coerce.number().int().min(0).max(65535).default(8787),
   HOST: z.string().min(1).default('127.0.0.1'),
   TRUST_PROXY: z.string().optional(),
@@ -109,8 +127,9 @@ const REQUIRED_IN_PRODUCTION = [
   'EXTENSION_REDIRECT_URLS',
   'SESSION_SECRET',
   'TOKEN_ENCRYPTION_KEYS',
-  'REDIS_URL',
 ] as const;
+
+const REDIS_LOCATIONS = ['REDIS_URL', 'REDIS_SENTINEL', 'REDIS_CLUSTER_NODES'] as const;
 
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const production = env.NODE_ENV === 'production';
@@ -123,6 +142,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     for (const name of REQUIRED_IN_PRODUCTION) {
       if (input[name] === undefined) problems.push(`${name} is required when NODE_ENV=production`);
     }
+    if (REDIS_LOCATIONS.every((name) => input[name] === undefined))
+      problems.push(
+        'REDIS_URL, REDIS_SENTINEL or REDIS_CLUSTER_NODES is required when NODE_ENV=production (the embedded store loses everything on restart and is not shared between instances)',
+      );
   } else {
     const port = input.PORT ?? '8787';
     const fallbacks: Record<string, string> = {
@@ -136,7 +159,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         developmentDefaults.push(name);
       }
     }
-    if (input.REDIS_URL === undefined) developmentDefaults.push('REDIS_URL (embedded store)');
+    if (REDIS_LOCATIONS.every((name) => input[name] === undefined))
+      developmentDefaults.push('REDIS_URL (embedded store)');
   }
 
   const parsed = schema.safeParse(input);
@@ -182,6 +206,31 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     problems.push('EVENTS_WEBHOOK_URL and EVENTS_WEBHOOK_SECRET go together: set both or neither');
   if (production && values.EVENTS_WEBHOOK_URL?.startsWith('http:'))
     problems.push('EVENTS_WEBHOOK_URL must be https in production');
+  const redisLocations = REDIS_LOCATIONS.filter((name) => values[name] !== undefined);
+  if (redisLocations.length > 1)
+    problems.push(`${redisLocations.join(' and ')}: set only one of them`);
+  const sentinel = named('REDIS_SENTINEL', () =>
+    values.REDIS_SENTINEL === undefined ? undefined : parseSentinel(values.REDIS_SENTINEL),
+  );
+  const clusterNodes = named('REDIS_CLUSTER_NODES', () =>
+    values.REDIS_CLUSTER_NODES === undefined
+      ? undefined
+      : parseClusterNodes(values.REDIS_CLUSTER_NODES),
+  );
+  const credentials = { username: values.REDIS_USERNAME, password: values.REDIS_PASSWORD };
+  const redis: RedisTopology | undefined =
+    values.REDIS_URL !== undefined
+      ? { mode: 'standalone', url: values.REDIS_URL }
+      : sentinel
+        ? {
+            mode: 'sentinel',
+            ...sentinel,
+            ...credentials,
+            sentinelPassword: values.REDIS_SENTINEL_PASSWORD,
+          }
+        : clusterNodes
+          ? { mode: 'cluster', nodes: clusterNodes, ...credentials }
+          : undefined;
   const refreshLeaseMs = values.REFRESH_LEASE_MS ?? values.TOKEN_TIMEOUT_MS + 5000;
   if (refreshLeaseMs <= values.TOKEN_TIMEOUT_MS)
     problems.push('REFRESH_LEASE_MS must be longer than TOKEN_TIMEOUT_MS');
@@ -200,7 +249,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     extensionRedirectUrls,
     sessionSecrets: values.SESSION_SECRET,
     keyring,
-    redisUrl: values.REDIS_URL,
+    redis,
+    redisCacheEntries: values.REDIS_CACHE_ENTRIES,
+    redisWaitReplicas: values.REDIS_WAIT_REPLICAS ?? (redis?.mode === 'sentinel' ? 1 : 0),
+    redisWaitTimeoutMs: values.REDIS_WAIT_TIMEOUT_MS,
     port: values.PORT,
     host: values.HOST,
     trustProxy: parseTrustProxy(values.TRUST_PROXY),

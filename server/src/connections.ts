@@ -50,9 +50,16 @@ export function createConnectionRepository(store: Store, sealer: Sealer) {
   }
 
   return {
-    /** A record sealed under a key other than the active one is sealed again under it on read. */
-    async load(sid: string, id: string): Promise<LoadedConnection | null> {
-      const stored = await store.getVersioned(keys.connection(sid, id));
+    /**
+     * A record sealed under a key other than the active one is sealed again under it on read.
+     * `cached`: see Store.getVersioned (only right after the session check).
+     */
+    async load(
+      sid: string,
+      id: string,
+      options: { cached?: boolean } = {},
+    ): Promise<LoadedConnection | null> {
+      const stored = await store.getVersioned(keys.connection(sid, id), options);
       if (!stored) return null;
       const record = JSON.parse(sealer.open(stored.value, aad(sid, id))) as ConnectionRecord;
       if (sealer.isStale(stored.value) && (await save(sid, record, stored.version)))

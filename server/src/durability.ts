@@ -52,3 +52,15 @@ export async function checkDurability(
   };
   return { readable: true, settings, warnings: durabilityWarnings(settings) };
 }
+
+/** CONFIG GET through a raw command: a RESP2 flat list of names and values, or a RESP3 map. */
+export function configGetWith(send: (args: string[]) => Promise<unknown>) {
+  return async (names: string[]): Promise<Record<string, string>> => {
+    const reply = await send(['CONFIG', 'GET', ...names]);
+    if (!Array.isArray(reply)) return reply as Record<string, string>;
+    const values: Record<string, string> = {};
+    for (let index = 0; index + 1 < reply.length; index += 2)
+      values[String(reply[index])] = String(reply[index + 1]);
+    return values;
+  };
+}

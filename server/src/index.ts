@@ -4,6 +4,7 @@ export { createLogger } from './logger.ts';
 export { keys } from './keys.ts';
 export { createMemoryStore } from './store/memory.ts';
 export { createRedisClient, createRedisStore } from './store/redis.ts';
+export { createRedis, standalone, type Redis, type RedisTopology } from './store/topology.ts';
 export type { Store } from './store/types.ts';
 export { shouldRefresh } from './tokens.ts';
 export { storeDeps } from './wiring.ts';

@@ -4,13 +4,14 @@ import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { createApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
-import { checkDurability } from './durability.ts';
+import { checkDurability, configGetWith } from './durability.ts';
 import { createWebhook } from './events.ts';
 import { configureServer } from './http.ts';
 import { createLogger } from './logger.ts';
 import { createMetrics, metricsApp } from './metrics.ts';
 import { createShutdown } from './shutdown.ts';
-import { bounded, createRedisClient } from './store/redis.ts';
+import { bounded } from './store/redis.ts';
+import { createRedis } from './store/topology.ts';
 import { storeDeps } from './wiring.ts';
 
 /** Reads the environment, connects the store, listens, and shuts down gracefully on SIGTERM. */
@@ -32,24 +33,39 @@ async function main(): Promise<void> {
   }
 
   const metrics = createMetrics();
-  const redis = config.redisUrl ? createRedisClient(config.redisUrl) : undefined;
+  const redis = config.redis
+    ? createRedis(config.redis, { cacheEntries: config.redisCacheEntries })
+    : undefined;
   if (redis) {
-    redis.on('error', (error: Error) => {
+    redis.client.on('error', (error: Error) => {
       metrics.redisError();
       log.warn({ err: error }, 'Redis connection error');
     });
-    await redis.connect();
-    const durability = await checkDurability((names) => bounded(redis.configGet(names)));
-    if (!durability.readable)
-      log.warn(
-        { reason: durability.reason },
-        'could not read Redis durability settings (CONFIG GET); make sure Redis runs with appendonly yes and maxmemory-policy noeviction, or tokens can be lost',
-      );
-    else if (durability.warnings.length > 0)
-      for (const warning of durability.warnings) log.warn({ redis: durability.settings }, warning);
-    else log.info({ redis: durability.settings }, 'Redis keeps tokens durably');
+    await redis.client.connect();
+    // Every master holds some of the tokens (a Cluster has several): each must keep them.
+    for (const send of await redis.masters()) {
+      const durability = await checkDurability(configGetWith((args) => bounded(send(args))));
+      if (!durability.readable)
+        log.warn(
+          { reason: durability.reason },
+          'could not read Redis durability settings (CONFIG GET); make sure Redis runs with appendonly yes and maxmemory-policy noeviction, or tokens can be lost',
+        );
+      else if (durability.warnings.length > 0)
+        for (const warning of durability.warnings)
+          log.warn({ redis: durability.settings }, warning);
+      else log.info({ redis: durability.settings }, 'Redis keeps tokens durably');
+    }
   }
-  const stores = storeDeps(redis, undefined, metrics.redisError);
+  const stores = storeDeps(redis, {
+    onError: metrics.redisError,
+    waitReplicas: config.redisWaitReplicas,
+    waitTimeoutMs: config.redisWaitTimeoutMs,
+    onUnreplicated: (acknowledged) =>
+      log.warn(
+        { acknowledged, wanted: config.redisWaitReplicas },
+        'a write was not acknowledged by enough Redis replicas in time: a failover now could lose it',
+      ),
+  });
   const { store } = stores;
   const dispatcher = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
 
@@ -78,7 +94,7 @@ async function main(): Promise<void> {
     {
       url: `http://${config.host}:${port}`,
       publicUrl: config.publicUrl.origin,
-      store: redis ? 'redis' : 'embedded',
+      store: redis ? `redis (${redis.mode})` : 'embedded',
     },
     'broker listening',
   );

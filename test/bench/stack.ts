@@ -13,6 +13,7 @@ import { createConnectionRepository, type ConnectionRecord } from '../../server/
 import { createSealer, parseKeyring, randomToken } from '../../server/src/crypto.ts';
 import { createSessions } from '../../server/src/sessions.ts';
 import { createRedisClient, createRedisStore } from '../../server/src/store/redis.ts';
+import { standalone } from '../../server/src/store/topology.ts';
 import { RedisServer } from '../support/redis.ts';
 import { BARE_PROXY, BROKER_MAIN, ELD_HOOK, freePort, Proc, SANDBOX_MAIN } from './procs.ts';
 
@@ -102,7 +103,7 @@ export class BenchStack {
     await stack.#redisClient.connect();
     const info = await stack.#redisClient.info('server');
     stack.redisPid = Number(/process_id:(\d+)/.exec(info)?.[1]);
-    const store = createRedisStore(stack.#redisClient);
+    const store = createRedisStore(standalone(stack.#redisClient));
     stack.repo = createConnectionRepository(store, createSealer(parseKeyring(stack.key)));
     stack.sessions = createSessions(store, Date.now);
     return stack;

@@ -3,7 +3,7 @@ import {
   configureServer,
   createApp,
   createLogger,
-  createRedisClient,
+  createRedis,
   loadConfig,
   storeDeps,
   type BrokerApp,
@@ -60,9 +60,12 @@ export async function startBroker(options: BrokerOptions): Promise<Broker> {
   });
   const logs = new LogCapture();
   const log = createLogger(config.logLevel, logs);
-  const redis = createRedisClient(options.redis.url);
-  redis.on('error', () => {});
-  await redis.connect();
+  // As main.ts does: the client-side cache on, so every suite exercises its invalidation.
+  const redis = createRedis(config.redis ?? { mode: 'standalone', url: options.redis.url }, {
+    cacheEntries: config.redisCacheEntries,
+  });
+  redis.client.on('error', () => {});
+  await redis.client.connect();
   const stores = storeDeps(redis);
   const { store } = stores;
   const dispatcher = new Agent();
@@ -84,7 +87,7 @@ export async function startBroker(options: BrokerOptions): Promise<Broker> {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await dispatcher.close();
-      if (redis.isOpen) await redis.close();
+      if (redis.client.isOpen) await redis.client.close();
     },
   };
 }

@@ -66,9 +66,13 @@ export function apiRouter(deps: ApiDeps): Router {
   }
   const sidOf = (res: Response): string => res.locals.sid as string;
 
-  /** A connection of the caller's session, re-checked against the allowlist on every use. */
+  /**
+   * A connection of the caller's session, re-checked against the allowlist on every use. From the
+   * client-side cache when it holds it: requireSession has just read the session from Redis, on
+   * the same connection, so every invalidation before that answer has been applied.
+   */
   async function loadConnection(sid: string, id: string): Promise<LoadedConnection> {
-    const loaded = await connections.load(sid, id);
+    const loaded = await connections.load(sid, id, { cached: true });
     if (!loaded) throw notFound('Connection');
     const { record } = loaded;
     if (record.status === 'connected' && !checkApiUrl(record.apiUrl, config.apiUrlAllowlist)) {

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { storeDeps } from '../wiring.ts';
 import { isStoreDown } from './errors.ts';
 import { createRedisClient, REDIS_COMMAND_TIMEOUT_MS } from './redis.ts';
+import { standalone } from './topology.ts';
 
 /**
  * Just enough of a Redis to connect to: it answers every command with the same 40-character bulk
@@ -18,8 +19,13 @@ async function fakeRedis() {
     socket.on('data', (chunk: Buffer) => {
       if (frozen) return;
       // One answer per command: a command is a RESP array, "*<n>" at the start of a line.
-      const commands = chunk.toString('latin1').match(/(?:^|\r\n)\*\d+\r\n/g)?.length ?? 0;
-      socket.write(`$40\r\n${'f'.repeat(40)}\r\n`.repeat(commands));
+      const text = chunk.toString('latin1');
+      const commands = text.match(/(?:^|\r\n)\*\d+\r\n/g)?.length ?? 0;
+      // The RESP3 handshake (HELLO 3) wants a map; an empty one will do.
+      const hello = text.includes('HELLO') ? 1 : 0;
+      socket.write(
+        '%0\r\n'.repeat(hello) + `$40\r\n${'f'.repeat(40)}\r\n`.repeat(commands - hello),
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -62,7 +68,7 @@ describe('against a Redis that stops answering', () => {
     cleanup.push(async () => {
       client.destroy();
     });
-    const { store, sessionStore, rateLimitStore } = storeDeps(client);
+    const { store, sessionStore, rateLimitStore } = storeDeps(standalone(client));
     const limiter = rateLimitStore!('auth:');
     await limiter.init?.({ windowMs: 60_000 } as Parameters<NonNullable<typeof limiter.init>>[0]);
     expect(await store.get('answered')).toBe('f'.repeat(40));

@@ -1,7 +1,12 @@
-import { createClient } from 'redis';
+import { createClient, createCluster, createSentinel } from 'redis';
+import type { Redis, RedisTopology } from './topology.ts';
 import { StoreUnavailableError, type Store } from './types.ts';
 
-export type RedisClient = ReturnType<typeof createClient>;
+/** The command surface a standalone client, a Sentinel client and a Cluster client share. */
+export type RedisClient =
+  | ReturnType<typeof createRedisClient>
+  | ReturnType<typeof createSentinelClient>
+  | ReturnType<typeof createClusterClient>;
 
 const SET_VERSIONED = `
 local current = redis.call('HGET', KEYS[1], 'v')
@@ -52,23 +57,87 @@ export function bounded<T>(command: Promise<T>, ms = REDIS_COMMAND_TIMEOUT_MS): 
 }
 
 /**
- * A node-redis client set up to fail fast: commands issued while disconnected are rejected at once
- * instead of queueing, so a Redis outage answers 503 quickly, and the client keeps reconnecting.
- * Every command the broker or its libraries send goes through `bounded`.
+ * Fail fast rather than queue: a command issued while disconnected is rejected at once, so an
+ * outage (or a failover) answers 503 quickly, and the client keeps reconnecting. Every command the
+ * broker or its libraries send goes through `bounded`.
  */
-export function createRedisClient(url: string): RedisClient {
-  return createClient({
-    url,
-    disableOfflineQueue: true,
-    socket: {
-      connectTimeout: 2000,
-      reconnectStrategy: (retries) => Math.min(50 * 2 ** retries, 2000),
-    },
+export const FAIL_FAST = {
+  disableOfflineQueue: true,
+  socket: {
+    connectTimeout: 2000,
+    reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 2000),
+  },
+} as const;
+
+/**
+ * RESP3 on every connection, and with it server-assisted client-side caching (tracking) of up to
+ * `entries` reads kept in process: Redis tells every client that read a key when anyone changes
+ * it. 0: no cache.
+ */
+export function cacheOptions(entries: number) {
+  const clientSideCache = { maxEntries: entries, evictPolicy: 'LRU', ttl: 0 } as const;
+  return { RESP: 3, ...(entries > 0 ? { clientSideCache } : {}) } as const;
+}
+
+/** A standalone node-redis client, set up to fail fast. */
+export function createRedisClient(url: string, cacheEntries = 0) {
+  return createClient({ url, ...FAIL_FAST, ...cacheOptions(cacheEntries) });
+}
+
+type Credentials = { username?: string | undefined; password?: string | undefined };
+const credentials = (of: Credentials) => ({
+  ...(of.username === undefined ? {} : { username: of.username }),
+  ...(of.password === undefined ? {} : { password: of.password }),
+});
+
+/** A client of the master a Sentinel set names, following it through failovers. */
+export function createSentinelClient(
+  topology: Extract<RedisTopology, { mode: 'sentinel' }>,
+  cacheEntries = 0,
+) {
+  return createSentinel({
+    name: topology.masterName,
+    sentinelRootNodes: topology.sentinels,
+    // One connection to the master: a WAIT sent after a write covers that write.
+    masterPoolSize: 1,
+    nodeClientOptions: { ...FAIL_FAST, ...credentials(topology) },
+    ...(topology.sentinelPassword === undefined
+      ? {}
+      : { sentinelClientOptions: { password: topology.sentinelPassword } }),
+    ...cacheOptions(cacheEntries),
   });
 }
 
+/** A Cluster client: it finds every node from these, and sends each command to its key's slot. */
+export function createClusterClient(
+  topology: Extract<RedisTopology, { mode: 'cluster' }>,
+  cacheEntries = 0,
+) {
+  return createCluster({
+    rootNodes: topology.nodes.map((url) => ({ url })),
+    defaults: { ...FAIL_FAST, ...credentials(topology) },
+    ...cacheOptions(cacheEntries),
+  });
+}
+
+export interface RedisStoreOptions {
+  /** Called on every command that failed or went unanswered (the Redis errors metric). */
+  onError?: () => void;
+  /**
+   * After each write that must survive a failover (records, sessions, deletions), WAIT for this
+   * many replicas to acknowledge it. 0: do not wait (a standalone Redis, or a Cluster without
+   * replicas).
+   */
+  waitReplicas?: number;
+  waitTimeoutMs?: number;
+  /** A write that fewer replicas than asked acknowledged in time: it is on the master only. */
+  onUnreplicated?: (acknowledged: number) => void;
+}
+
 /** The Store on Redis. Every error of the client becomes a StoreUnavailableError. */
-export function createRedisStore(client: RedisClient, onError: () => void = () => {}): Store {
+export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}): Store {
+  const { client } = redis;
+  const { onError = () => {}, waitReplicas = 0, waitTimeoutMs = 250 } = options;
   const guard = async <T>(operation: () => Promise<T>): Promise<T> => {
     try {
       return await bounded(operation());
@@ -79,37 +148,72 @@ export function createRedisStore(client: RedisClient, onError: () => void = () =
   };
   const script = (source: string, keys: string[], args: string[]) =>
     guard(() => client.eval(source, { keys, arguments: args }));
+  /**
+   * Replication is asynchronous: a master that dies before its replica has a write loses it on
+   * failover. WAIT, on the connection that wrote (so it covers that write), narrows that to writes
+   * still unacknowledged when the master died, which the caller never saw succeed.
+   */
+  const replicated = async (key: string): Promise<void> => {
+    if (waitReplicas === 0) return;
+    const acknowledged = Number(
+      await guard(() =>
+        redis.sendCommand(key, ['WAIT', String(waitReplicas), String(waitTimeoutMs)]),
+      ),
+    );
+    if (acknowledged < waitReplicas) options.onUnreplicated?.(acknowledged);
+  };
 
   return {
-    get: (key) => guard(() => client.get(key)),
+    // A raw command: never answered from the client-side cache (see Store.get).
+    get: async (key) => (await guard(() => redis.sendCommand(key, ['GET', key]))) as string | null,
     set: async (key, value, ttlMs) => {
       await guard(() => client.set(key, value, { expiration: { type: 'PX', value: ttlMs } }));
+      await replicated(key);
     },
     setIfAbsent: async (key, value, ttlMs) =>
       (await guard(() =>
         client.set(key, value, { expiration: { type: 'PX', value: ttlMs }, condition: 'NX' }),
       )) === 'OK',
-    take: (key) => guard(() => client.getDel(key)),
+    take: async (key) => {
+      const value = await guard(() => client.getDel(key));
+      if (value !== null) await replicated(key);
+      return value;
+    },
     del: async (...keys) => {
       // One key at a time keeps every command on one slot when the keys span several (Cluster).
-      if (keys.length > 0) await guard(() => Promise.all(keys.map((key) => client.del(key))));
+      if (keys.length === 0) return;
+      await guard(() => Promise.all(keys.map((key) => client.del(key))));
+      await Promise.all(keys.map(replicated));
     },
     deleteIfEquals: async (key, value) => (await script(DELETE_IF_EQUALS, [key], [value])) === 1,
-    getVersioned: async (key) => {
-      const [version, value] = await guard(() => client.hmGet(key, ['v', 'd']));
+    getVersioned: async (key, options = {}) => {
+      // Raw unless cached: node-redis answers only its typed, cacheable commands from the cache.
+      const [version, value] = (await guard(() =>
+        options.cached
+          ? client.hmGet(key, ['v', 'd'])
+          : redis.sendCommand(key, ['HMGET', key, 'v', 'd']),
+      )) as (string | null)[];
       if (version === null || version === undefined || value === null || value === undefined)
         return null;
       return { version: Number(version), value };
     },
-    setVersioned: async (key, expected, value, ttlMs) =>
-      (await script(SET_VERSIONED, [key], [String(expected), value, String(ttlMs)])) === 1,
+    setVersioned: async (key, expected, value, ttlMs) => {
+      const written =
+        (await script(SET_VERSIONED, [key], [String(expected), value, String(ttlMs)])) === 1;
+      if (written) await replicated(key);
+      return written;
+    },
     setAdd: async (key, member, ttlMs) => {
       await script(SET_ADD, [key], [member, String(ttlMs)]);
+      await replicated(key);
     },
     setRemove: async (key, member) => {
       await guard(() => client.sRem(key, member));
+      await replicated(key);
     },
-    setMembers: (key) => guard(() => client.sMembers(key)),
+    setMembers: async (key) => [
+      ...((await guard(() => redis.sendCommand(key, ['SMEMBERS', key]))) as Iterable<string>),
+    ],
     indexPut: async (key, member, ttlMs) => {
       await script(INDEX_PUT, [key], [member, String(ttlMs)]);
     },

@@ -3,6 +3,10 @@
  * embedded one keeps the same semantics in memory for local use. Both pass store.contract.ts.
  */
 export interface Store {
+  /**
+   * Always from the store itself, never from a cache: for what decides access (a session) or
+   * expires by time rather than by a write (a lock, a back-off).
+   */
   get(key: string): Promise<string | null>;
   set(key: string, value: string, ttlMs: number): Promise<void>;
   /** SET NX PX: true when this call created the key. */
@@ -12,8 +16,13 @@ export interface Store {
   del(...keys: string[]): Promise<void>;
   /** Delete only while the key still holds `value` (a lock released by its owner only). */
   deleteIfEquals(key: string, value: string): Promise<boolean>;
-  /** A record with a version, for compare-and-set writes. */
-  getVersioned(key: string): Promise<Versioned | null>;
+  /**
+   * A record with a version, for compare-and-set writes; from the store itself unless `cached`.
+   * `cached` may answer from an in-process copy that Redis invalidates on the connection it
+   * answers on (client-side caching), so it is exactly as fresh as the last answer on that
+   * connection: use it only right after a `get` on the same hash tag (the session check).
+   */
+  getVersioned(key: string, options?: { cached?: boolean }): Promise<Versioned | null>;
   /**
    * Write `value` as version `expected + 1` if the stored version is still `expected` (0: absent).
    * False when another writer got there first.

@@ -1,0 +1,131 @@
+import {
+  createClusterClient,
+  createRedisClient,
+  createSentinelClient,
+  type RedisClient,
+} from './redis.ts';
+
+/** Where the broker's Redis is: one server, a Sentinel-watched master, or a Cluster. */
+export type RedisTopology =
+  | { mode: 'standalone'; url: string }
+  | {
+      mode: 'sentinel';
+      masterName: string;
+      sentinels: { host: string; port: number }[];
+      /** Credentials of the master and replicas (a Sentinel set names hosts, not URLs). */
+      username?: string | undefined;
+      password?: string | undefined;
+      /** The sentinels' own password, when they have one. */
+      sentinelPassword?: string | undefined;
+    }
+  | {
+      mode: 'cluster';
+      nodes: string[];
+      /** Credentials of every node (a URL's own credentials win for that root node). */
+      username?: string | undefined;
+      password?: string | undefined;
+    };
+
+export interface RedisOptions {
+  /**
+   * Entries of the server-assisted client-side cache (RESP3 tracking): reads of session and
+   * connection records are answered in process until Redis says the key changed, on whichever
+   * instance changed it. 0 turns it off.
+   */
+  cacheEntries: number;
+}
+
+/** A raw command sent to one node. */
+export type Send = (args: string[]) => Promise<unknown>;
+
+/** The broker's Redis, whichever its topology: one command surface, and what differs by mode. */
+export interface Redis {
+  readonly mode: RedisTopology['mode'];
+  readonly client: RedisClient;
+  /** A raw command on the node that holds `key` (Cluster), or on the master. */
+  sendCommand(key: string | undefined, args: string[]): Promise<unknown>;
+  /** One sender per master, for what acts on one node's keyspace: CONFIG GET, SCAN. */
+  masters(): Promise<Send[]>;
+}
+
+/** `master-name@host:port,host:port,…`: the master's name and the sentinels to ask for it. */
+export function parseSentinel(value: string): {
+  masterName: string;
+  sentinels: { host: string; port: number }[];
+} {
+  const at = value.lastIndexOf('@');
+  const masterName = value.slice(0, at).trim();
+  if (at <= 0 || masterName === '') throw new Error('must be master-name@host:port[,host:port…]');
+  const sentinels = value
+    .slice(at + 1)
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+    .map((entry) => {
+      const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]\s]+):(\d{1,5})$/.exec(entry);
+      const port = Number(match?.[2]);
+      if (!match?.[1] || !(port > 0 && port < 65536))
+        throw new Error(`has a sentinel address that is not host:port: ${entry}`);
+      return { host: match[1].replace(/^\[|\]$/g, ''), port };
+    });
+  if (sentinels.length === 0) throw new Error('must name at least one sentinel (host:port)');
+  return { masterName, sentinels };
+}
+
+/** Comma-separated redis:// or rediss:// URLs of some of the Cluster's nodes (it finds the rest). */
+export function parseClusterNodes(value: string): string[] {
+  const nodes = value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  if (nodes.length === 0) throw new Error('must list at least one node URL');
+  for (const node of nodes) {
+    const url = URL.parse(node);
+    if (!url || !/^rediss?:$/.test(url.protocol) || !url.hostname || !url.port)
+      throw new Error(`must be redis://host:port URLs: ${node}`);
+  }
+  return nodes;
+}
+
+/** The client for `topology`, not yet connected. */
+export function createRedis(topology: RedisTopology, options: RedisOptions): Redis {
+  switch (topology.mode) {
+    case 'standalone':
+      return standalone(createRedisClient(topology.url, options.cacheEntries));
+    case 'sentinel': {
+      const client = createSentinelClient(topology, options.cacheEntries);
+      return {
+        mode: 'sentinel',
+        client,
+        sendCommand: (_key, args) => client.sendCommand(false, args),
+        masters: async () => [(args) => client.sendCommand(false, args)],
+      };
+    }
+    case 'cluster': {
+      const client = createClusterClient(topology, options.cacheEntries);
+      return {
+        mode: 'cluster',
+        client,
+        sendCommand: (key, args) => client.sendCommand(key, false, args),
+        masters: () =>
+          Promise.all(
+            client.masters.map(async (master) => {
+              const node = await client.nodeClient(master);
+              return (args: string[]) => node.sendCommand(args);
+            }),
+          ),
+      };
+    }
+  }
+}
+
+/** A standalone client (connected or not) as the broker's Redis. */
+export function standalone(client: ReturnType<typeof createRedisClient>): Redis {
+  const send: Send = (args) => client.sendCommand(args);
+  return {
+    mode: 'standalone',
+    client,
+    sendCommand: (_key, args) => send(args),
+    masters: async () => [send],
+  };
+}
