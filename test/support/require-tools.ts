@@ -6,6 +6,8 @@ import { execFileSync } from 'node:child_process';
  */
 const TOOLS: Record<string, string> = {
   'redis-server': 'apt-get install redis-server',
+  'redis-cli': 'apt-get install redis-tools',
+  'redis-sentinel': 'apt-get install redis-sentinel',
   openssl: 'apt-get install openssl',
 };
 

@@ -1,0 +1,28 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { RedisCluster } from '../support/redis-cluster.ts';
+import { topologyScenarios } from './scenarios.ts';
+import { useTopologyWorld } from './world.ts';
+
+const ADMIN = fileURLToPath(new URL('../../server/src/admin.ts', import.meta.url));
+
+const world = useTopologyWorld(async () => {
+  const cluster = await RedisCluster.start({ masters: 3 });
+  return { cluster, env: { REDIS_CLUSTER_NODES: cluster.rootNodes }, stop: () => cluster.stop() };
+});
+
+describe('Redis Cluster (3 masters), three broker instances', () => {
+  topologyScenarios(world);
+
+  it('the admin CLI counts sessions and connections across every master', async () => {
+    const { stdout } = await promisify(execFile)(process.execPath, [ADMIN, 'stats'], {
+      env: { PATH: process.env.PATH ?? '', ...world.env },
+    });
+    const stats = JSON.parse(stdout) as { sessions: number; connections: Record<string, number> };
+    // The scenarios made four sessions and signed one out, and removed one connection.
+    expect(stats.sessions).toBe(3);
+    expect(stats.connections).toEqual({ connected: 2 });
+  });
+});

@@ -1,0 +1,105 @@
+import { startSandbox, type RunningSandbox, type SandboxControl } from '@baton/sandbox';
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll } from 'vitest';
+import { Client } from '../support/client.ts';
+import { BrokerProcess } from '../support/process.ts';
+import { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from '../support/stack.ts';
+import { until } from '../support/wait.ts';
+
+export const PUBLIC_URL = 'http://baton.topology.test';
+
+/** A Redis deployment of the test's own: how brokers reach it, and how to stop it. */
+export interface Deployment {
+  /** REDIS_SENTINEL or REDIS_CLUSTER_NODES (and anything else the mode wants). */
+  env: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+export interface TopologyWorld<D extends Deployment> {
+  readonly redis: D;
+  /** Every broker's environment (for the admin CLI, say). */
+  readonly env: Record<string, string>;
+  readonly brokers: readonly BrokerProcess[];
+  readonly control: SandboxControl;
+  /** A client from an address of its own, reaching every instance behind one public origin. */
+  client(): Client;
+  /** Resolves once every instance answers /readyz with 200 (after a failover, say). */
+  ready(deadlineMs?: number): Promise<void>;
+}
+
+/**
+ * Three broker processes (as deployed) over a Redis deployment of `start`'s making, and the
+ * sandbox, for one test file; everything stops after it. Each broker's log is printed if a test
+ * fails, since a Redis topology problem shows there first.
+ */
+export function useTopologyWorld<D extends Deployment>(start: () => Promise<D>): TopologyWorld<D> {
+  let redis: D | undefined;
+  let sandbox: RunningSandbox | undefined;
+  const brokers: BrokerProcess[] = [];
+  let env: Record<string, string> | undefined;
+  beforeAll(async () => {
+    redis = await start();
+    sandbox = await startSandbox({ control: true, clients: [] });
+    sandbox.sandbox.control.registerClient({
+      client_id: CLIENT_ID,
+      client_secret: CLIENT_SECRET,
+      redirect_uris: [`${PUBLIC_URL}/auth/callback`],
+    });
+    env = {
+      AUTH_URL: sandbox.url,
+      CLIENT_ID,
+      CLIENT_SECRET,
+      PUBLIC_URL,
+      API_URL_ALLOWLIST: sandbox.url,
+      EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
+      SESSION_SECRET: `session-secret-${randomBytes(16).toString('hex')}`,
+      TOKEN_ENCRYPTION_KEYS: `k:${randomBytes(32).toString('base64')}`,
+      // A lease left behind by a holder whose release met a failover blocks that connection's
+      // refresh until it runs out: short here, so a test outlives it (as the hardening suite's).
+      TOKEN_TIMEOUT_MS: '1500',
+      REFRESH_LEASE_MS: '3000',
+      ...redis.env,
+    };
+    const brokerEnv = env;
+    brokers.push(...(await Promise.all([0, 1, 2].map(() => BrokerProcess.start(brokerEnv)))));
+  });
+  afterAll(async () => {
+    for (const broker of brokers) await broker.stop('SIGKILL');
+    await sandbox?.close();
+    await redis?.stop();
+  });
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('the topology world is not started yet');
+    return value;
+  };
+  return {
+    get redis() {
+      return started(redis);
+    },
+    get env() {
+      return started(env);
+    },
+    brokers,
+    get control() {
+      return started(sandbox).sandbox.control;
+    },
+    client: () =>
+      new Client({ publicUrl: PUBLIC_URL, instances: brokers.map((broker) => broker.url) }),
+    async ready(deadlineMs = 20_000) {
+      await until(
+        async () => {
+          const statuses = await Promise.all(
+            brokers.map((broker) =>
+              fetch(`${broker.url}/readyz`).then(
+                (response) => response.status,
+                () => 0,
+              ),
+            ),
+          );
+          return statuses.every((status) => status === 200);
+        },
+        { deadlineMs, what: 'every broker to be ready' },
+      );
+    },
+  };
+}
