@@ -72,10 +72,8 @@ export class RedisSentinelSet {
       await set.#untilReady();
       return set;
     } catch (error) {
-      await Promise.all([
-        ...sentinels.map((sentinel) => sentinel.stop()),
-        ...servers.map((server) => server[Symbol.asyncDispose]()),
-      ]);
+      await Promise.all(sentinels.map((sentinel) => sentinel.stop()));
+      await Promise.all(servers.map(discard));
       throw error;
     }
   }
@@ -145,10 +143,16 @@ export class RedisSentinelSet {
     return promoted!;
   }
 
+  /**
+   * Sentinels first, so none of them starts a failover while the servers go down. The servers
+   * get SIGKILL (see `discard`), not SIGTERM: a replica that has just synced is writing its
+   * first AOF, and Redis 7.0 then answers SIGTERM with "Writing initial AOF, can't exit." and
+   * keeps running, which would leave `RedisServer.stop()` waiting forever. Their data is thrown
+   * away here anyway.
+   */
   async stop(): Promise<void> {
-    // Sentinels first, so none of them starts a failover while the servers go down.
     await Promise.all(this.#sentinels.map((sentinel) => sentinel.stop()));
-    await Promise.all(this.servers.map((server) => server[Symbol.asyncDispose]()));
+    await Promise.all(this.servers.map(discard));
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -200,6 +204,11 @@ export class RedisSentinelSet {
       ),
     ].join('\n');
   }
+}
+
+async function discard(server: RedisServer): Promise<void> {
+  await server.kill();
+  await server[Symbol.asyncDispose]();
 }
 
 function explainServers(servers: readonly RedisServer[]): string {
