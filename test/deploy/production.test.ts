@@ -201,9 +201,12 @@ describe('the deployable folder in production', () => {
     expect(await run.exited).toBe(1);
     const output = run.lines.join('\n');
     for (const name of Object.keys(productionEnv()).filter(
-      (name) => !['NODE_ENV', 'TRUST_PROXY', 'NODE_EXTRA_CA_CERTS'].includes(name),
+      (name) => !['NODE_ENV', 'TRUST_PROXY', 'NODE_EXTRA_CA_CERTS', 'REDIS_URL'].includes(name),
     ))
       expect(output).toContain(`${name} is required when NODE_ENV=production`);
+    expect(output).toContain(
+      'REDIS_URL, REDIS_SENTINEL or REDIS_CLUSTER_NODES is required when NODE_ENV=production',
+    );
   });
 
   it('refuses plain http for PUBLIC_URL and the API allowlist, naming both', async () => {
