@@ -2,11 +2,12 @@
  * Baseline (b): the floor a Node proxy cannot go below. A bare node:http server that forwards
  * `/connections/<anything>/api/<path>` to `${UPSTREAM_API_URL}/<path>` through an undici Pool with
  * one fixed access token, streaming the answer back. No Redis, no session, no decryption, no
- * logging, no Express.
+ * logging, no Express. It streams the answer with the broker's own `relay`, so that the two differ
+ * by what the broker adds, not by how they copy bytes.
  */
 import { createServer } from 'node:http';
-import { pipeline } from 'node:stream/promises';
 import { Pool } from 'undici';
+import { relay } from '../../server/src/proxy.ts';
 
 const apiUrl = new URL(process.env.UPSTREAM_API_URL ?? '');
 const token = process.env.UPSTREAM_TOKEN ?? '';
@@ -38,7 +39,7 @@ const server = createServer(async (req, res) => {
     if (type !== undefined) res.setHeader('content-type', type);
     if (length !== undefined) res.setHeader('content-length', length);
     res.setHeader('cache-control', 'no-store');
-    await pipeline(upstream.body, res);
+    await relay(upstream.body, res);
   } catch {
     if (!res.headersSent) res.statusCode = 502;
     res.end();
