@@ -2,10 +2,9 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { rateLimit, type Store as RateLimitStore } from 'express-rate-limit';
 import session, { type Store as SessionStore } from 'express-session';
 import helmet from 'helmet';
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { pinoHttp } from 'pino-http';
 import type { Dispatcher } from 'undici';
+import { accessLog, requestId } from './access-log.ts';
 import type { Config } from './config.ts';
 import { createConnectionRepository } from './connections.ts';
 import { createSealer, MissingKeyError } from './crypto.ts';
@@ -45,8 +44,6 @@ export interface BrokerApp {
   /** Readiness: false while shutting down. */
   setReady(ready: boolean): void;
 }
-
-const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** The broker's Express app. Never listens: main.ts (or a test) does. */
 export function createApp(deps: AppDeps): BrokerApp {
@@ -99,29 +96,7 @@ export function createApp(deps: AppDeps): BrokerApp {
     app.use(metrics.http);
   }
 
-  app.use(
-    pinoHttp({
-      logger: log,
-      genReqId: (req, res) => {
-        const incoming = req.headers['x-request-id'];
-        const id =
-          typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-        res.setHeader('X-Request-Id', id);
-        return id;
-      },
-      // The path only: a query string may hold a code, a state or a handoff.
-      serializers: {
-        req: (req: { id: unknown; method: string; url: string }) => ({
-          id: req.id,
-          method: req.method,
-          path: req.url.split('?')[0],
-        }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-      },
-      customLogLevel: (_req, res, error) =>
-        error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
-    }),
-  );
+  app.use(accessLog(log));
 
   const https = config.publicUrl.protocol === 'https:';
   app.use(
@@ -227,7 +202,7 @@ export function createApp(deps: AppDeps): BrokerApp {
   });
 
   // The one error middleware: every JSON error body is { error, message }.
-  app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
+  app.use((error: unknown, _req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(error);
     if (error instanceof MissingKeyError && !missingKey) {
       missingKey = true;
@@ -238,7 +213,7 @@ export function createApp(deps: AppDeps): BrokerApp {
     }
     const brokerError = toBrokerError(error);
     if (brokerError.code === 'server_error' || brokerError.status >= 500)
-      log.error({ err: error, reqId: req.id }, 'request failed');
+      log.error({ err: error, reqId: requestId(res) }, 'request failed');
     if (brokerError.retryAfter !== undefined)
       res.set('Retry-After', String(brokerError.retryAfter));
     res.set('Cache-Control', 'no-store');
