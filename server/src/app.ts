@@ -63,7 +63,9 @@ export function createApp(deps: AppDeps): BrokerApp {
     now,
     timeoutMs: tokenTimeoutMs,
   });
-  const connections = createConnectionRepository(store, sealer);
+  const connections = createConnectionRepository(store, sealer, {
+    openedEntries: config.redisCacheEntries,
+  });
   const sessions = createSessions(store, now);
   const events = deps.events ?? noEvents;
   const tokens = createTokenService({

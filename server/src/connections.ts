@@ -25,9 +25,39 @@ export interface LoadedConnection {
 /** How long an idle session and its connections are kept; every write renews it. */
 export const SESSION_TTL_MS = 30 * 24 * 3600 * 1000;
 
-/** Connection records, sealed with the connection's own key as additional data. */
-export function createConnectionRepository(store: Store, sealer: Sealer) {
+/**
+ * Connection records, sealed with the connection's own key as additional data. The last
+ * `openedEntries` records opened are kept, frozen, beside the sealed blob they came from: reading
+ * the same blob again (every proxied call between two refreshes) skips the AES-GCM open and the
+ * JSON parse. A changed blob is opened afresh, so this never decides what is current: the store
+ * does.
+ */
+export function createConnectionRepository(
+  store: Store,
+  sealer: Sealer,
+  { openedEntries = 10_000 }: { openedEntries?: number } = {},
+) {
   const aad = (sid: string, id: string) => `connection:${sid}:${id}`;
+  const opened = new Map<string, { blob: string; record: ConnectionRecord }>();
+
+  function open(sid: string, id: string, blob: string): ConnectionRecord {
+    const key = aad(sid, id);
+    const hit = opened.get(key);
+    if (hit?.blob === blob) return hit.record;
+    const record = JSON.parse(sealer.open(blob, key)) as ConnectionRecord;
+    if (record.tokens) Object.freeze(record.tokens);
+    Object.freeze(record);
+    if (openedEntries > 0) {
+      // Insertion order is age: the oldest entry goes first.
+      opened.delete(key);
+      opened.set(key, { blob, record });
+      for (const oldest of opened.keys()) {
+        if (opened.size <= openedEntries) break;
+        opened.delete(oldest);
+      }
+    }
+    return record;
+  }
   const member = (sid: string, id: string) => `${sid}:${id}`;
   const OTHER = { connected: 'disconnected', disconnected: 'connected' } as const;
 
@@ -61,7 +91,7 @@ export function createConnectionRepository(store: Store, sealer: Sealer) {
     ): Promise<LoadedConnection | null> {
       const stored = await store.getVersioned(keys.connection(sid, id), options);
       if (!stored) return null;
-      const record = JSON.parse(sealer.open(stored.value, aad(sid, id))) as ConnectionRecord;
+      const record = open(sid, id, stored.value);
       if (sealer.isStale(stored.value) && (await save(sid, record, stored.version)))
         return { record, version: stored.version + 1 };
       return { record, version: stored.version };
