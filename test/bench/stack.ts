@@ -44,12 +44,17 @@ export class BenchStack {
   repo!: ReturnType<typeof createConnectionRepository>;
   sessions!: ReturnType<typeof createSessions>;
 
+  /**
+   * `mains`: each instance's broker entry point (default server/src/main.ts), so that one run can
+   * hold brokers of several revisions side by side (compare.ts).
+   */
   static async start(
     instances: number,
-    options: { brokerNodeArgs?: string[] } = {},
+    options: { brokerNodeArgs?: string[]; mains?: string[]; eventLoopHook?: boolean } = {},
   ): Promise<BenchStack> {
     const stack = new BenchStack();
     stack.redis = await RedisServer.start();
+    const mainOf = (index: number): string => options.mains?.[index] ?? BROKER_MAIN;
     stack.brokerPorts = await Promise.all(Array.from({ length: instances }, () => freePort()));
     const sandboxPort = await freePort();
     stack.sandbox = await Proc.start({
@@ -73,9 +78,9 @@ export class BenchStack {
         Proc.start({
           name: `broker${index}`,
           args:
-            index === 0
-              ? [...(options.brokerNodeArgs ?? []), '--import', ELD_HOOK, BROKER_MAIN]
-              : [BROKER_MAIN],
+            index === 0 && options.eventLoopHook !== false
+              ? [...(options.brokerNodeArgs ?? []), '--import', ELD_HOOK, mainOf(index)]
+              : [mainOf(index)],
           env: {
             AUTH_URL: stack.sandbox.url,
             CLIENT_ID,

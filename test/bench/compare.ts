@@ -1,0 +1,163 @@
+/**
+ * `node test/bench/compare.ts --revs 5c76e9a,HEAD~2,work`: what each change to the broker bought,
+ * measured in one run. Every revision's broker (`work`: the working tree) runs as its own process
+ * beside the same upstream, bare proxy, Redis and 1,000 sessions, and they take turns in rotated
+ * rounds (S1's method): throughput and CPU per request at 50 connections, and p50 with one
+ * connection. Each figure is a ratio against the bare proxy (or the upstream) of the same round.
+ * Revisions are checked out as detached git worktrees, each installed (offline where it can) from this
+ * checkout's pnpm store.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { wrk } from './loadgen.ts';
+import { cpuMs, type Proc } from './procs.ts';
+import { median, spread, writeLines, type Spread } from './scenarios.ts';
+import { BenchStack, LICENSE } from './stack.ts';
+
+const { values } = parseArgs({
+  options: {
+    revs: { type: 'string', default: 'HEAD~1,work' },
+    rounds: { type: 'string', default: '5' },
+    duration: { type: 'string', default: '8' },
+    warmup: { type: 'string', default: '3' },
+    sessions: { type: 'string', default: '1000' },
+  },
+});
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const rounds = Number(values.rounds);
+const seconds = Number(values.duration);
+const log = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
+const git = (...args: string[]) =>
+  execFileSync('git', args, { cwd: root, encoding: 'utf8' }).trim();
+
+/** The pnpm store this checkout was installed from, so that a worktree installs offline. */
+const storeDir = /"storeDir": "([^"]+)"/.exec(
+  readFileSync(join(root, 'node_modules/.modules.yaml'), 'utf8'),
+)?.[1];
+
+/** The broker entry point of `rev`, in a worktree of its own (made once per commit). */
+function brokerMain(rev: string): string {
+  if (rev === 'work') return join(root, 'server/src/main.ts');
+  const sha = git('rev-parse', '--short', rev);
+  const dir = join(tmpdir(), `baton-rev-${sha}`);
+  if (!existsSync(join(dir, 'server/node_modules'))) {
+    if (!existsSync(dir)) git('worktree', 'add', '--detach', dir, sha);
+    const store = storeDir === undefined ? [] : ['--store-dir', storeDir.replace(/\/v\d+$/, '')];
+    execFileSync(
+      'pnpm',
+      [
+        'install',
+        '--frozen-lockfile',
+        '--prefer-offline',
+        '--filter',
+        '@baton/server...',
+        ...store,
+      ],
+      { cwd: dir, stdio: 'ignore' },
+    );
+  }
+  return join(dir, 'server/src/main.ts');
+}
+
+const revs = values.revs.split(',').map((rev) => rev.trim());
+const labels = revs.map((rev) =>
+  rev === 'work' ? 'work' : `${rev} (${git('rev-parse', '--short', rev)})`,
+);
+const stack = await BenchStack.start(revs.length, {
+  mains: revs.map(brokerMain),
+  eventLoopHook: false,
+});
+try {
+  const sessions = await stack.createSessions(Number(values.sessions));
+  await stack.startBare(sessions[0]!.accessToken);
+  const viaBroker = writeLines(
+    stack.logDir,
+    'broker.txt',
+    sessions.map((s) => ({ path: `/connections/${s.connectionId}/api/users.me`, token: s.token })),
+  );
+  const direct = writeLines(
+    stack.logDir,
+    'direct.txt',
+    sessions.map((s) => ({ path: `/licenses/${LICENSE}/users.me`, token: s.accessToken })),
+  );
+  const variants: { name: string; proc: Proc; lines: string }[] = [
+    { name: 'a', proc: stack.sandbox, lines: direct },
+    { name: 'b', proc: stack.bare!, lines: viaBroker },
+    ...stack.brokers.map((proc, index) => ({ name: labels[index]!, proc, lines: viaBroker })),
+  ];
+  const run = (v: (typeof variants)[number], connections: number, time: number) =>
+    wrk({
+      origin: v.proc.url,
+      linesFile: v.lines,
+      connections,
+      threads: connections === 1 ? 1 : 2,
+      seconds: time,
+    });
+  const rotate = <T>(items: T[], by: number): T[] =>
+    items.map((_, i) => items[(i + by) % items.length]!);
+
+  log(`warm-up ${values.warmup}s per variant`);
+  for (const v of variants) await run(v, 50, Number(values.warmup));
+
+  const rps: Record<string, number[]> = {};
+  const cpu: Record<string, number[]> = {};
+  const p50: Record<string, number[]> = {};
+  const push = (map: Record<string, number[]>, key: string, value: number) =>
+    (map[key] ??= []).push(value);
+  for (let round = 0; round < rounds; round++) {
+    const now: Record<string, { rps: number; cpu: number }> = {};
+    for (const v of rotate(variants, round)) {
+      const before = cpuMs(v.proc.pid);
+      const result = await run(v, 50, seconds);
+      if (result.errors > 0) throw new Error(`${v.name}: ${result.errors} errors`);
+      now[v.name] = {
+        rps: result.rps,
+        cpu: ((cpuMs(v.proc.pid) - before) * 1000) / result.requests,
+      };
+    }
+    const one: Record<string, number> = {};
+    for (const v of rotate(variants, round)) one[v.name] = (await run(v, 1, seconds)).p50Ms;
+    for (const v of variants.slice(2)) {
+      push(rps, v.name, now[v.name]!.rps / now.b!.rps);
+      push(cpu, v.name, now[v.name]!.cpu / now.b!.cpu);
+      push(p50, v.name, one[v.name]! - one.a!);
+    }
+    push(p50, 'b', one.b! - one.a!);
+    log(
+      `round ${round + 1}: ${variants.map((v) => `${v.name} ${now[v.name]!.rps.toFixed(0)}/s ${now[v.name]!.cpu.toFixed(0)}µs ${one[v.name]!.toFixed(3)}ms`).join(' | ')}`,
+    );
+  }
+
+  const f = (s: Spread, digits: number) =>
+    `${s.median.toFixed(digits)} (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`;
+  const rows = variants.slice(2).map((v) => {
+    const [r, c, p] = [spread(rps[v.name]!), spread(cpu[v.name]!), spread(p50[v.name]!)];
+    return `| ${v.name} | ${f(r, 2)} | ${f(c, 2)}x | ${f(p, 3)} |`;
+  });
+  const md = [
+    `Rounds ${rounds} × ${seconds}s, ${sessions.length} sessions; bare proxy's own added p50 ${median(p50.b!).toFixed(3)} ms.`,
+    '',
+    '| broker | throughput ÷ bare proxy | CPU/req ÷ bare proxy | added p50 over direct, 1 conn, ms |',
+    '|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n');
+  const out = join(
+    root,
+    'bench-results',
+    `compare-${new Date().toISOString().replace(/[:.]/g, '-')}`,
+  );
+  mkdirSync(out, { recursive: true });
+  writeFileSync(join(out, 'results.md'), md);
+  writeFileSync(
+    join(out, 'results.json'),
+    JSON.stringify({ revs: labels, rps, cpu, p50 }, null, 2),
+  );
+  console.log(`\n${md}\nwritten to ${out}`);
+} finally {
+  await stack.close();
+}
