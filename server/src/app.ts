@@ -95,10 +95,9 @@ export function createApp(deps: AppDeps): BrokerApp {
       tokens: () => tokens.counters,
       connections: () => connections.countByStatus(),
     });
-    app.use(metrics.http);
   }
 
-  app.use(accessLog(log));
+  app.use(accessLog(log, metrics?.answered));
 
   const https = config.publicUrl.protocol === 'https:';
   app.use(

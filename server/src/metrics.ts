@@ -1,4 +1,4 @@
-import express, { type NextFunction, type Request, type Response } from 'express';
+import express, { type Request, type Response } from 'express';
 import { timingSafeEqual } from 'node:crypto';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { TokenCounters } from './tokens.ts';
@@ -11,8 +11,8 @@ export interface MetricsSources {
 
 export interface Metrics {
   registry: Registry;
-  /** Express middleware: request count and latency by method, route template and status. */
-  http: (req: Request, res: Response, next: NextFunction) => void;
+  /** A request answered in full: its count and latency by method, route template and status. */
+  answered(req: Request, res: Response, seconds: number): void;
   /** One Redis command failed or went unanswered. */
   redisError(): void;
   /** Wire the scrape-time sources once the app has built them. */
@@ -30,7 +30,7 @@ const REFRESH_OUTCOMES = {
  * The broker's Prometheus metrics, on a registry of its own (no global state). Routes are the
  * Express templates (`/connections/:id/api/{*path}`), never the raw path: a path holds ids.
  */
-export function createMetrics(now: () => number = () => performance.now()): Metrics {
+export function createMetrics(): Metrics {
   const registry = new Registry();
   let sources: MetricsSources | undefined;
 
@@ -48,6 +48,14 @@ export function createMetrics(now: () => number = () => performance.now()): Metr
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
+  /**
+   * The labelled series of each method, route and status, looked up once: prom-client would hash
+   * the labels object on every call. Bounded: routes are templates and methods a fixed few.
+   */
+  const byLabels = new Map<
+    string,
+    { count: Counter.Internal; latency: Histogram.Internal<string> }
+  >();
   const redisErrors = new Counter({
     name: 'baton_redis_errors_total',
     help: 'Redis commands that failed or went unanswered.',
@@ -99,15 +107,17 @@ export function createMetrics(now: () => number = () => performance.now()): Metr
 
   return {
     registry,
-    http(req, res, next) {
-      const started = now();
-      res.once('finish', () => {
-        const route = req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
+    answered(req, res, seconds) {
+      const route = req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
+      const key = `${req.method} ${route} ${res.statusCode}`;
+      let series = byLabels.get(key);
+      if (!series) {
         const labels = { method: req.method, route, status: String(res.statusCode) };
-        requests.inc(labels);
-        latency.observe(labels, (now() - started) / 1000);
-      });
-      next();
+        series = { count: requests.labels(labels), latency: latency.labels(labels) };
+        byLabels.set(key, series);
+      }
+      series.count.inc();
+      series.latency.observe(seconds);
     },
     redisError() {
       redisErrors.inc();
