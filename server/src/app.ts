@@ -1,4 +1,9 @@
-import express, { type NextFunction, type Request, type Response } from 'express';
+import express, {
+  type NextFunction,
+  type Request,
+  type RequestHandler,
+  type Response,
+} from 'express';
 import { rateLimit, type Store as RateLimitStore } from 'express-rate-limit';
 import session, { type Store as SessionStore } from 'express-session';
 import helmet from 'helmet';
@@ -101,21 +106,23 @@ export function createApp(deps: AppDeps): BrokerApp {
 
   const https = config.publicUrl.protocol === 'https:';
   app.use(
-    helmet({
-      contentSecurityPolicy: {
-        useDefaults: false,
-        directives: {
-          defaultSrc: ["'none'"],
-          styleSrc: ["'unsafe-inline'"],
-          frameAncestors: ["'none'"],
-          formAction: ["'none'"],
-          baseUri: ["'none'"],
+    fixedHeaders(
+      helmet({
+        contentSecurityPolicy: {
+          useDefaults: false,
+          directives: {
+            defaultSrc: ["'none'"],
+            styleSrc: ["'unsafe-inline'"],
+            frameAncestors: ["'none'"],
+            formAction: ["'none'"],
+            baseUri: ["'none'"],
+          },
         },
-      },
-      strictTransportSecurity: https ? { maxAge: 31_536_000, includeSubDomains: true } : false,
-      referrerPolicy: { policy: 'no-referrer' },
-      xFrameOptions: { action: 'deny' },
-    }),
+        strictTransportSecurity: https ? { maxAge: 31_536_000, includeSubDomains: true } : false,
+        referrerPolicy: { policy: 'no-referrer' },
+        xFrameOptions: { action: 'deny' },
+      }),
+    ),
   );
 
   // While shutting down, answer and let keep-alive clients move to another instance.
@@ -227,6 +234,26 @@ export function createApp(deps: AppDeps): BrokerApp {
     setReady(value) {
       ready = value;
     },
+  };
+}
+
+/**
+ * The headers `middleware` sets, worked out once and then set from that list on every response.
+ * helmet's are the same for every request here (no nonce, no per-request directive), and this
+ * skips building the CSP string per request. Refuses a middleware that does anything else.
+ */
+export function fixedHeaders(middleware: RequestHandler): RequestHandler {
+  const headers: [string, string][] = [];
+  let passed = false;
+  const probe = {
+    setHeader: (name: string, value: unknown) => headers.push([name, String(value)]),
+    removeHeader: () => {},
+  };
+  middleware({ headers: {} } as Request, probe as unknown as Response, () => (passed = true));
+  if (!passed) throw new Error('fixedHeaders: the middleware did not pass the request on at once');
+  return (_req, res, next) => {
+    for (const [name, value] of headers) res.setHeader(name, value);
+    next();
   };
 }
 
