@@ -1,7 +1,7 @@
 /**
  * `node test/bench/profile.ts [--seconds 15]`: the S1 load (wrk, 50 connections, 1,000 sessions)
  * on one broker started with `node --cpu-prof`, then the profile summarised by self time per
- * function and per package. The .cpuprofile is kept under bench-results/ for Chrome DevTools.
+ * function and per package. `--main <file>`: another broker entry point (a worktree's, say). The .cpuprofile is kept under bench-results/ for Chrome DevTools.
  */
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,7 +11,9 @@ import { wrk } from './loadgen.ts';
 import { writeLines } from './scenarios.ts';
 import { BenchStack } from './stack.ts';
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '15' } } });
+const { values } = parseArgs({
+  options: { seconds: { type: 'string', default: '15' }, main: { type: 'string' } },
+});
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const dir = join(
   root,
@@ -22,6 +24,7 @@ mkdirSync(dir, { recursive: true });
 
 const stack = await BenchStack.start(1, {
   brokerNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
+  ...(values.main === undefined ? {} : { mains: [values.main] }),
 });
 try {
   const sessions = await stack.createSessions(1000);
