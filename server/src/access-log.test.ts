@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { accessLog } from './access-log.ts';
+import { accessLog, createTracker } from './access-log.ts';
 import { createLogger } from './logger.ts';
 
 let close: (() => void) | undefined;
@@ -26,7 +26,7 @@ async function serve(): Promise<{
     },
   });
   const app = express();
-  app.use(accessLog(createLogger('info', sink)));
+  app.use(accessLog(createTracker(createLogger('info', sink))));
   app.get('/fail', (_req, res) => {
     res.status(500).end();
   });
@@ -95,7 +95,7 @@ describe('the access log', () => {
       },
     });
     const log = createLogger('info', sink);
-    accessLog(log);
+    createTracker(log);
     log.info({ body: { refresh_token: 'sbx_rt_x' } }, 'oops');
     expect(kept.join('')).toContain('[redacted]');
     expect(kept.join('')).not.toContain('sbx_rt_x');

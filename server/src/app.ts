@@ -7,9 +7,10 @@ import express, {
 import { rateLimit, type Store as RateLimitStore } from 'express-rate-limit';
 import session, { type Store as SessionStore } from 'express-session';
 import helmet from 'helmet';
+import type { RequestListener, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { accessLog, requestId } from './access-log.ts';
+import { accessLog, createTracker, requestId } from './access-log.ts';
 import type { Config } from './config.ts';
 import { createConnectionRepository } from './connections.ts';
 import { createSealer, MissingKeyError } from './crypto.ts';
@@ -17,8 +18,10 @@ import { BrokerError } from './errors.ts';
 import { noEvents, type EventSink } from './events.ts';
 import { metricsHandler, type Metrics } from './metrics.ts';
 import { createProvider } from './provider.ts';
+import { createConnectionLoader } from './routes/access.ts';
 import { apiRouter } from './routes/api.ts';
 import { authRouter, FLOW_TTL_MS } from './routes/auth.ts';
+import { proxyRoute } from './routes/proxy-route.ts';
 import { createSessions } from './sessions.ts';
 import { isStoreDown } from './store/errors.ts';
 import type { Store } from './store/types.ts';
@@ -44,13 +47,17 @@ export interface AppDeps {
 }
 
 export interface BrokerApp {
-  app: express.Express;
+  /**
+   * The broker's request listener: API calls (`/connections/:id/api/…`) go to the proxy route,
+   * everything else to the Express app.
+   */
+  app: RequestListener;
   tokens: TokenService;
   /** Readiness: false while shutting down. */
   setReady(ready: boolean): void;
 }
 
-/** The broker's Express app. Never listens: main.ts (or a test) does. */
+/** The broker. Never listens: main.ts (or a test) does. */
 export function createApp(deps: AppDeps): BrokerApp {
   const { config, store, log } = deps;
   const now = deps.now ?? Date.now;
@@ -102,32 +109,34 @@ export function createApp(deps: AppDeps): BrokerApp {
     });
   }
 
-  app.use(accessLog(log, metrics?.answered));
+  const track = createTracker(log, metrics?.answered);
+  app.use(accessLog(track));
 
   const https = config.publicUrl.protocol === 'https:';
-  app.use(
-    fixedHeaders(
-      helmet({
-        contentSecurityPolicy: {
-          useDefaults: false,
-          directives: {
-            defaultSrc: ["'none'"],
-            styleSrc: ["'unsafe-inline'"],
-            frameAncestors: ["'none'"],
-            formAction: ["'none'"],
-            baseUri: ["'none'"],
-          },
+  const securityHeaders = fixedHeaders(
+    helmet({
+      contentSecurityPolicy: {
+        useDefaults: false,
+        directives: {
+          defaultSrc: ["'none'"],
+          styleSrc: ["'unsafe-inline'"],
+          frameAncestors: ["'none'"],
+          formAction: ["'none'"],
+          baseUri: ["'none'"],
         },
-        strictTransportSecurity: https ? { maxAge: 31_536_000, includeSubDomains: true } : false,
-        referrerPolicy: { policy: 'no-referrer' },
-        xFrameOptions: { action: 'deny' },
-      }),
-    ),
+      },
+      strictTransportSecurity: https ? { maxAge: 31_536_000, includeSubDomains: true } : false,
+      referrerPolicy: { policy: 'no-referrer' },
+      xFrameOptions: { action: 'deny' },
+    }),
   );
-
-  // While shutting down, answer and let keep-alive clients move to another instance.
-  app.use((_req, res, next) => {
+  /** Every answer: the security headers, and while shutting down, a hint to move elsewhere. */
+  const prepare = (res: ServerResponse): void => {
+    securityHeaders(res);
     if (!ready) res.setHeader('Connection', 'close');
+  };
+  app.use((_req, res, next) => {
+    prepare(res);
     next();
   });
 
@@ -190,28 +199,20 @@ export function createApp(deps: AppDeps): BrokerApp {
   );
   app.use(authRouter({ config, store, sealer, provider, now, log }));
   app.post('/session', limiter('session', 30));
-  app.use(
-    apiRouter({
-      config,
-      store,
-      sealer,
-      sessions,
-      connections,
-      tokens,
-      dispatcher: deps.dispatcher,
-      now,
-      log,
-      events,
-    }),
-  );
+  const loadConnection = createConnectionLoader({ config, connections, log });
+  app.use(apiRouter({ store, sealer, sessions, connections, loadConnection, now, log, events }));
 
   app.use((_req, _res, next) => {
     next(new BrokerError('not_found', 'No such route.'));
   });
 
-  // The one error middleware: every JSON error body is { error, message }.
-  app.use((error: unknown, _req: Request, res: Response, next: NextFunction) => {
-    if (res.headersSent) return next(error);
+  /** The one error answer, of both routes: every JSON error body is { error, message }. */
+  const fail = (res: ServerResponse, error: unknown): void => {
+    if (res.headersSent) {
+      // Too late for an error body: cut the answer short rather than pass it off as whole.
+      res.destroy();
+      return;
+    }
     if (error instanceof MissingKeyError && !missingKey) {
       missingKey = true;
       log.error(
@@ -223,13 +224,30 @@ export function createApp(deps: AppDeps): BrokerApp {
     if (brokerError.code === 'server_error' || brokerError.status >= 500)
       log.error({ err: error, reqId: requestId(res) }, 'request failed');
     if (brokerError.retryAfter !== undefined)
-      res.set('Retry-After', String(brokerError.retryAfter));
-    res.set('Cache-Control', 'no-store');
-    res.status(brokerError.status).json(brokerError.toBody());
-  });
+      res.setHeader('Retry-After', String(brokerError.retryAfter));
+    res.setHeader('Cache-Control', 'no-store');
+    res.statusCode = brokerError.status;
+    res.setHeader('Content-Type', 'application/json; charset=utf-8');
+    res.end(JSON.stringify(brokerError.toBody()));
+  };
+  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => fail(res, error));
 
+  const proxy = proxyRoute({
+    sessions,
+    loadConnection,
+    tokens,
+    dispatcher: deps.dispatcher,
+    log,
+    track,
+    prepare,
+    fail,
+  });
   return {
-    app,
+    app: (req, res) => {
+      const id = proxy.match(req.url ?? '');
+      if (id === undefined) app(req, res);
+      else void proxy.handle(req, res, id);
+    },
     tokens,
     setReady(value) {
       ready = value;
@@ -238,11 +256,11 @@ export function createApp(deps: AppDeps): BrokerApp {
 }
 
 /**
- * The headers `middleware` sets, worked out once and then set from that list on every response.
- * helmet's are the same for every request here (no nonce, no per-request directive), and this
- * skips building the CSP string per request. Refuses a middleware that does anything else.
+ * The headers `middleware` sets, worked out once; the function sets them from that list on a
+ * response. helmet's are the same for every request here (no nonce, no per-request directive), and
+ * this skips building the CSP string per request. Refuses a middleware that does anything else.
  */
-export function fixedHeaders(middleware: RequestHandler): RequestHandler {
+export function fixedHeaders(middleware: RequestHandler): (res: ServerResponse) => void {
   const headers: [string, string][] = [];
   let passed = false;
   const probe = {
@@ -251,9 +269,8 @@ export function fixedHeaders(middleware: RequestHandler): RequestHandler {
   };
   middleware({ headers: {} } as Request, probe as unknown as Response, () => (passed = true));
   if (!passed) throw new Error('fixedHeaders: the middleware did not pass the request on at once');
-  return (_req, res, next) => {
+  return (res) => {
     for (const [name, value] of headers) res.setHeader(name, value);
-    next();
   };
 }
 

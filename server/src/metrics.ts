@@ -1,6 +1,7 @@
 import express, { type Request, type Response } from 'express';
 import { timingSafeEqual } from 'node:crypto';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Answered } from './access-log.ts';
 import type { TokenCounters } from './tokens.ts';
 
 /** What the metrics read at scrape time: cheap counters kept elsewhere, and the index counts. */
@@ -12,7 +13,7 @@ export interface MetricsSources {
 export interface Metrics {
   registry: Registry;
   /** A request answered in full: its count and latency by method, route template and status. */
-  answered(req: Request, res: Response, seconds: number): void;
+  answered: Answered;
   /** One Redis command failed or went unanswered. */
   redisError(): void;
   /** Wire the scrape-time sources once the app has built them. */
@@ -107,12 +108,11 @@ export function createMetrics(): Metrics {
 
   return {
     registry,
-    answered(req, res, seconds) {
-      const route = req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
-      const key = `${req.method} ${route} ${res.statusCode}`;
+    answered(method, route, status, seconds) {
+      const key = `${method} ${route} ${status}`;
       let series = byLabels.get(key);
       if (!series) {
-        const labels = { method: req.method, route, status: String(res.statusCode) };
+        const labels = { method, route, status: String(status) };
         series = { count: requests.labels(labels), latency: latency.labels(labels) };
         byLabels.set(key, series);
       }

@@ -1,4 +1,4 @@
-import type { Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
@@ -97,7 +97,8 @@ export function createProxy(deps: ProxyDeps) {
   const timeoutMs = deps.timeoutMs ?? 30_000;
 
   async function send(
-    req: Request,
+    req: IncomingMessage,
+    body: Buffer | null,
     target: { origin: string; path: string },
     accessToken: string,
   ): Promise<Dispatcher.ResponseData> {
@@ -109,7 +110,6 @@ export function createProxy(deps: ProxyDeps) {
       const value = req.headers[name];
       if (typeof value === 'string') headers[name] = value;
     }
-    const body = Buffer.isBuffer(req.body) && req.body.length > 0 ? req.body : null;
     try {
       return await deps.dispatcher.request({
         origin: target.origin,
@@ -129,13 +129,15 @@ export function createProxy(deps: ProxyDeps) {
   }
 
   return {
+    /** `body`: the request's, already read (null: none). */
     async forward(
-      req: Request,
-      res: Response,
+      req: IncomingMessage,
+      body: Buffer | null,
+      res: ServerResponse,
       loaded: LoadedConnection,
       usable: Usable,
     ): Promise<void> {
-      const [rawPath = '', query] = req.originalUrl.split(/\?(.*)/s, 2);
+      const [rawPath = '', query] = (req.url ?? '').split(/\?(.*)/s, 2);
       const below = /^\/connections\/[^/]+\/api\/(.*)$/s.exec(rawPath)?.[1];
       const path = below === undefined ? undefined : checkProxyPath(below);
       if (path === undefined)
@@ -154,12 +156,12 @@ export function createProxy(deps: ProxyDeps) {
         path: `${base.pathname.replace(/\/$/, '')}/${path}${query === undefined ? '' : `?${query}`}`,
       };
 
-      let upstream = await send(req, target, current.record.tokens.accessToken);
+      let upstream = await send(req, body, target, current.record.tokens.accessToken);
       if (upstream.statusCode === 401) {
         await discard(upstream);
         current = await usable(current, current.record.tokens.accessToken);
         if (!current.record.tokens) throw reauthorize();
-        upstream = await send(req, target, current.record.tokens.accessToken);
+        upstream = await send(req, body, target, current.record.tokens.accessToken);
       }
       if (upstream.statusCode >= 300 && upstream.statusCode < 400) {
         await discard(upstream);
@@ -170,7 +172,7 @@ export function createProxy(deps: ProxyDeps) {
         );
       }
 
-      res.status(upstream.statusCode);
+      res.statusCode = upstream.statusCode;
       for (const name of RETURNED_RESPONSE_HEADERS) {
         const value = upstream.headers[name];
         if (value !== undefined) res.setHeader(name, value);

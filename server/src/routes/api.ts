@@ -1,14 +1,11 @@
 import {
   codeChallengeS256,
-  PROXY_METHODS,
   sessionCreateRequestSchema,
   type ConnectionsResponse,
   type SessionCreateResponse,
 } from '@baton/shared';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import type { Logger } from 'pino';
-import { checkApiUrl } from '../allowlist.ts';
-import type { Config } from '../config.ts';
 import {
   toConnection,
   type ConnectionRecord,
@@ -16,80 +13,40 @@ import {
   type LoadedConnection,
 } from '../connections.ts';
 import { hashToken, randomToken, safeEqual, type Sealer } from '../crypto.ts';
-import { BrokerError, invalidRequest, invalidSession, notFound } from '../errors.ts';
+import { BrokerError, invalidRequest, notFound } from '../errors.ts';
 import { keys } from '../keys.ts';
-import { createProxy } from '../proxy.ts';
 import type { Sessions } from '../sessions.ts';
 import type { Store } from '../store/types.ts';
-import type { TokenService } from '../tokens.ts';
+import { bearer, requireSid, type ConnectionLoader } from './access.ts';
 import { handoffAad, HANDOFF_TTL_MS, type HandoffPayload } from './auth.ts';
-import type { Dispatcher } from 'undici';
 import type { EventSink } from '../events.ts';
 
 export interface ApiDeps {
-  config: Config;
   store: Store;
   sealer: Sealer;
   sessions: Sessions;
   connections: ConnectionRepository;
-  tokens: TokenService;
-  dispatcher: Dispatcher;
+  loadConnection: ConnectionLoader;
   now: () => number;
   log: Logger;
   events: EventSink;
 }
 
-const BEARER = /^Bearer ([A-Za-z0-9_-]{1,128})$/;
-
-/** The bearer token of the request, from the Authorization header only (never a query or cookie). */
-function bearer(req: Request): string | undefined {
-  return BEARER.exec(req.get('authorization') ?? '')?.[1];
-}
-
 export function apiRouter(deps: ApiDeps): Router {
-  const { config, store, sealer, sessions, connections, tokens, now, log } = deps;
+  const { store, sealer, sessions, connections, loadConnection, now, log } = deps;
   const router = Router();
-  const proxy = createProxy({ dispatcher: deps.dispatcher, log });
 
   router.use(['/session', '/connections'], (_req, res, next) => {
     res.set('Cache-Control', 'no-store');
     next();
   });
 
-  /** The caller's session id, or 401 invalid_session. */
+  /** The caller's session id (in res.locals), or 401 invalid_session. */
   async function requireSession(req: Request, res: Response, next: NextFunction): Promise<void> {
-    const token = bearer(req);
-    const sid = token === undefined ? null : await sessions.resolve(token);
-    if (sid === null) throw invalidSession();
-    res.locals.sid = sid;
+    res.locals.sid = await requireSid(sessions, req.headers);
     next();
   }
   const sidOf = (res: Response): string => res.locals.sid as string;
-
-  /**
-   * A connection of the caller's session, re-checked against the allowlist on every use. From the
-   * client-side cache when it holds it: requireSession has just read the session from Redis, on
-   * the same connection, so every invalidation before that answer has been applied.
-   */
-  async function loadConnection(sid: string, id: string): Promise<LoadedConnection> {
-    const loaded = await connections.load(sid, id, { cached: true });
-    if (!loaded) throw notFound('Connection');
-    const { record } = loaded;
-    if (record.status === 'connected' && !checkApiUrl(record.apiUrl, config.apiUrlAllowlist)) {
-      const next: ConnectionRecord = {
-        id: record.id,
-        apiUrl: record.apiUrl,
-        connectedAt: record.connectedAt,
-        status: 'disconnected',
-        disconnectedReason: 'api_url_not_allowed',
-      };
-      log.warn({ connection: id }, 'stored api_url is no longer allowed; connection disconnected');
-      if (await connections.save(sid, next, loaded.version))
-        return { record: next, version: loaded.version + 1 };
-      return loadConnection(sid, id);
-    }
-    return loaded;
-  }
 
   router.post('/session', express.json({ limit: '4kb' }), async (req, res) => {
     const body = sessionCreateRequestSchema.safeParse(req.body);
@@ -105,7 +62,7 @@ export function apiRouter(deps: ApiDeps): Router {
     if (now() - payload.createdAt >= HANDOFF_TTL_MS) throw rejected;
     if (!safeEqual(await codeChallengeS256(verifier), payload.challenge)) throw rejected;
 
-    const existing = bearer(req);
+    const existing = bearer(req.headers);
     const joined = existing === undefined ? null : await sessions.resolve(existing);
     const { token, sid } =
       joined !== null && existing !== undefined
@@ -180,24 +137,6 @@ export function apiRouter(deps: ApiDeps): Router {
     await connections.remove(sid, id);
     res.status(204).end();
   });
-
-  router.all(
-    '/connections/:id/api/{*path}',
-    (req, _res, next) => {
-      if (!(PROXY_METHODS as readonly string[]).includes(req.method))
-        throw new BrokerError('invalid_request', `The method ${req.method} is not proxied.`);
-      next();
-    },
-    requireSession,
-    express.raw({ type: () => true, limit: '1mb' }),
-    async (req, res) => {
-      const sid = sidOf(res);
-      const loaded = await loadConnection(sid, String(req.params.id));
-      await proxy.forward(req, res, loaded, (current, failed) =>
-        tokens.usable(sid, current, failed),
-      );
-    },
-  );
 
   return router;
 }

@@ -1,0 +1,69 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Logger } from 'pino';
+import { checkApiUrl } from '../allowlist.ts';
+import type { Config } from '../config.ts';
+import type { ConnectionRecord, ConnectionRepository, LoadedConnection } from '../connections.ts';
+import { invalidSession, notFound } from '../errors.ts';
+import type { Sessions } from '../sessions.ts';
+
+const BEARER = /^Bearer ([A-Za-z0-9_-]{1,128})$/;
+
+/** The bearer token of a request, from the Authorization header only (never a query or cookie). */
+export function bearer(headers: IncomingHttpHeaders): string | undefined {
+  return BEARER.exec(headers.authorization ?? '')?.[1];
+}
+
+/** The session id of a request's bearer token, or 401 invalid_session. */
+export async function requireSid(
+  sessions: Sessions,
+  headers: IncomingHttpHeaders,
+): Promise<string> {
+  const token = bearer(headers);
+  const sid = token === undefined ? null : await sessions.resolve(token);
+  if (sid === null) throw invalidSession();
+  return sid;
+}
+
+/**
+ * Loads a connection of a session, re-checked against the allowlist on every use (once per record
+ * read: records are frozen and the allowlist is fixed at start-up). From the client-side cache when
+ * it holds it: the caller has just checked the session with Redis, on the same connection, so every
+ * invalidation before that answer has been applied.
+ */
+export function createConnectionLoader(deps: {
+  config: Config;
+  connections: ConnectionRepository;
+  log: Logger;
+}) {
+  const { config, connections, log } = deps;
+  const allowed = new WeakMap<ConnectionRecord, boolean>();
+  const stillAllowed = (record: ConnectionRecord): boolean => {
+    let verdict = allowed.get(record);
+    if (verdict === undefined) {
+      verdict = checkApiUrl(record.apiUrl, config.apiUrlAllowlist) !== undefined;
+      allowed.set(record, verdict);
+    }
+    return verdict;
+  };
+
+  return async function load(sid: string, id: string): Promise<LoadedConnection> {
+    const loaded = await connections.load(sid, id, { cached: true });
+    if (!loaded) throw notFound('Connection');
+    const { record } = loaded;
+    if (record.status === 'connected' && !stillAllowed(record)) {
+      const next: ConnectionRecord = {
+        id: record.id,
+        apiUrl: record.apiUrl,
+        connectedAt: record.connectedAt,
+        status: 'disconnected',
+        disconnectedReason: 'api_url_not_allowed',
+      };
+      log.warn({ connection: id }, 'stored api_url is no longer allowed; connection disconnected');
+      if (await connections.save(sid, next, loaded.version))
+        return { record: next, version: loaded.version + 1 };
+      return load(sid, id);
+    }
+    return loaded;
+  };
+}
+export type ConnectionLoader = ReturnType<typeof createConnectionLoader>;
