@@ -130,13 +130,39 @@ export function createApp(deps: AppDeps): BrokerApp {
       xFrameOptions: { action: 'deny' },
     }),
   );
-  /** Every answer: the security headers, and while shutting down, a hint to move elsewhere. */
-  const prepare = (res: ServerResponse): void => {
-    securityHeaders(res);
-    if (!ready) res.setHeader('Connection', 'close');
-  };
+  /**
+   * A proxied answer is JSON for the extension, never a page: it needs what OWASP's REST cheat
+   * sheet lists (no sniffing, no framing, no content, HSTS), not helmet's headers for documents.
+   * Fewer header bytes on every API call, measurably.
+   */
+  const apiSecurityHeaders = fixedHeaders(
+    helmet({
+      contentSecurityPolicy: {
+        useDefaults: false,
+        directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },
+      },
+      strictTransportSecurity: https ? { maxAge: 31_536_000, includeSubDomains: true } : false,
+      xFrameOptions: { action: 'deny' },
+      crossOriginOpenerPolicy: false,
+      crossOriginResourcePolicy: false,
+      originAgentCluster: false,
+      referrerPolicy: false,
+      xDnsPrefetchControl: false,
+      xDownloadOptions: false,
+      xPermittedCrossDomainPolicies: false,
+      xXssProtection: false,
+    }),
+  );
+  /** Every answer: security headers, and while shutting down, a hint to move elsewhere. */
+  const prepare =
+    (headers: (res: ServerResponse) => void) =>
+    (res: ServerResponse): void => {
+      headers(res);
+      if (!ready) res.setHeader('Connection', 'close');
+    };
+  const prepareApp = prepare(securityHeaders);
   app.use((_req, res, next) => {
-    prepare(res);
+    prepareApp(res);
     next();
   });
 
@@ -239,7 +265,7 @@ export function createApp(deps: AppDeps): BrokerApp {
     dispatcher: deps.dispatcher,
     log,
     track,
-    prepare,
+    prepare: prepare(apiSecurityHeaders),
     fail,
   });
   return {

@@ -72,6 +72,23 @@ describe('/connections/:id/api/<path>', () => {
     expect(upstream).toMatchObject({ method: 'GET', path: `${apiUrl()}/users.me` });
   });
 
+  it('carries the security headers an API answer needs, on success and on error', async () => {
+    const answers = [
+      await call(stack, routes.proxy(id, 'users.me'), token),
+      await call(stack, routes.proxy('nope', 'users.me'), token),
+    ];
+    for (const response of answers) {
+      await response.arrayBuffer();
+      expect(Object.fromEntries(response.headers)).toMatchObject({
+        'cache-control': 'no-store',
+        'content-security-policy': "default-src 'none';frame-ancestors 'none'",
+        'x-content-type-options': 'nosniff',
+        'x-frame-options': 'DENY',
+      });
+      expect(response.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    }
+  });
+
   it('forwards the method, query string and body, and exactly one upstream request', async () => {
     const response = await call(stack, routes.proxy(id, 'echo/items?x=1&y=%20'), token, {
       method: 'POST',
