@@ -1,4 +1,10 @@
-import { createRedisClient, createRedisStore, standalone } from '@baton/server';
+import {
+  createRedisClient,
+  createRedisStore,
+  LIVENESS_MS,
+  standalone,
+  StoreUnavailableError,
+} from '@baton/server';
 import { storeContract } from '@baton/server/store-contract';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisServer } from '../support/redis.ts';
@@ -32,37 +38,64 @@ async function advance(ms: number): Promise<void> {
 
 storeContract('redis', () => ({ store: createRedisStore(standalone(client)), advance }));
 
-describe('the client-side cache of records', () => {
-  it('a cached read right after a fresh read on the same hash tag sees a write from another client', async () => {
+describe('the client-side cache of sessions and records', () => {
+  it('see a write by another client as soon as that write is acknowledged', async () => {
     const other = createRedisClient(redis.url, 10_000);
     await other.connect();
+    const mine = createRedisStore(standalone(client));
+    const theirs = createRedisStore(standalone(other));
     try {
-      const mine = createRedisStore(standalone(client));
-      const theirs = createRedisStore(standalone(other));
-      const key = 'contract:{tag}:record';
-      expect(await theirs.setVersioned(key, 0, 'first', 60_000)).toBe(true);
-      expect(await mine.getVersioned(key, { cached: true })).toEqual({
-        version: 1,
-        value: 'first',
-      });
-      const hits = client.clientSideCache?.stats().hitCount ?? 0;
-      expect(await mine.getVersioned(key, { cached: true })).toEqual({
-        version: 1,
-        value: 'first',
-      });
-      expect(client.clientSideCache?.stats().hitCount).toBe(hits + 1);
+      const session = 'contract:{signout}:session';
+      const record = 'contract:{signout}:record';
+      await theirs.set(session, 'on', 60_000);
+      expect(await theirs.setVersioned(record, 0, 'first', 60_000)).toBe(true);
+      // Cached once the heartbeat has vouched for the connection.
+      await expect
+        .poll(async () => {
+          const hits = client.clientSideCache?.stats().hitCount ?? 0;
+          await mine.get(session, { cached: true });
+          await mine.getVersioned(record, { cached: true });
+          return (client.clientSideCache?.stats().hitCount ?? 0) - hits;
+        })
+        .toBe(2);
 
-      expect(await theirs.setVersioned(key, 1, 'second', 60_000)).toBe(true);
-      await mine.get('contract:{tag}:session');
-      expect(await mine.getVersioned(key, { cached: true })).toEqual({
+      // A sign-out and a disconnect elsewhere: the very next cached reads see them.
+      await theirs.del(session);
+      expect(await theirs.setVersioned(record, 1, 'second', 60_000)).toBe(true);
+      expect(await mine.get(session, { cached: true })).toBeNull();
+      expect(await mine.getVersioned(record, { cached: true })).toEqual({
         version: 2,
         value: 'second',
       });
-      await theirs.del(key);
-      await mine.get('contract:{tag}:session');
-      expect(await mine.getVersioned(key, { cached: true })).toBeNull();
     } finally {
-      await other.close();
+      await theirs.close();
+    }
+  });
+
+  it('are not used once Redis has not answered the heartbeat for a while: Redis is asked, and a frozen one fails', async () => {
+    const own = createRedisClient(redis.url, 10_000);
+    await own.connect();
+    let now = 0;
+    const store = createRedisStore(standalone(own), { clock: () => now });
+    const key = 'contract:{frozen}:session';
+    try {
+      await store.set(key, 'on', 60_000);
+      await expect
+        .poll(async () => {
+          const hits = own.clientSideCache?.stats().hitCount ?? 0;
+          await store.get(key, { cached: true });
+          return (own.clientSideCache?.stats().hitCount ?? 0) - hits;
+        })
+        .toBe(1);
+
+      redis.pause();
+      // Still vouched for: the copy is used (a write could not happen while Redis is frozen).
+      expect(await store.get(key, { cached: true })).toBe('on');
+      now += LIVENESS_MS;
+      await expect(store.get(key, { cached: true })).rejects.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      redis.resume();
+      await store.close().catch(() => {});
     }
   });
 });

@@ -27,8 +27,7 @@ export async function requireSid(
 /**
  * Loads a connection of a session, re-checked against the allowlist on every use (once per record
  * read: records are frozen and the allowlist is fixed at start-up). From the client-side cache when
- * it holds it: the caller has just checked the session with Redis, on the same connection, so every
- * invalidation before that answer has been applied.
+ * it holds it, as the session check is (see Store.getVersioned).
  */
 export function createConnectionLoader(deps: {
   config: Config;

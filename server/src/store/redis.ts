@@ -132,12 +132,24 @@ export interface RedisStoreOptions {
   waitTimeoutMs?: number;
   /** A write that fewer replicas than asked acknowledged in time: it is on the master only. */
   onUnreplicated?: (acknowledged: number) => void;
+  /** Milliseconds, for the heartbeat's age (default performance.now). */
+  clock?: () => number;
 }
 
-/** The Store on Redis. Every error of the client becomes a StoreUnavailableError. */
+/** A cached answer is used only while Redis has answered within this long... */
+export const LIVENESS_MS = 1000;
+/** ...which a PING this often keeps so while Redis is well, even when every read is cached. */
+const HEARTBEAT_MS = 250;
+
+/**
+ * The Store on Redis. Every error of the client becomes a StoreUnavailableError. Starts the
+ * heartbeat that cached reads depend on; `close` stops it.
+ */
 export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}): Store {
   const { client } = redis;
   const { onError = () => {}, waitReplicas = 0, waitTimeoutMs = 250 } = options;
+  const clock = options.clock ?? (() => performance.now());
+  let answeredAt = -Infinity;
   const guard = async <T>(operation: () => Promise<T>): Promise<T> => {
     try {
       return await bounded(operation());
@@ -146,6 +158,16 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
       throw new StoreUnavailableError('Redis did not answer', { cause });
     }
   };
+  // A PING is never answered from the cache: only Redis itself keeps the copies trusted.
+  const heartbeat = setInterval(() => {
+    guard(() => client.ping()).then(
+      () => (answeredAt = clock()),
+      () => {},
+    );
+  }, HEARTBEAT_MS).unref();
+  /** Invalidations still reach this process: a cached copy is as current as Redis. */
+  const cacheable = (options: { cached?: boolean }): boolean =>
+    options.cached === true && clock() - answeredAt < LIVENESS_MS;
   const script = (source: string, keys: string[], args: string[]) =>
     guard(() => client.eval(source, { keys, arguments: args }));
   /**
@@ -164,8 +186,11 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
   };
 
   return {
-    // A raw command: never answered from the client-side cache (see Store.get).
-    get: async (key) => (await guard(() => redis.sendCommand(key, ['GET', key]))) as string | null,
+    // Raw unless cached: node-redis answers only its typed, cacheable commands from the cache.
+    get: async (key, options = {}) =>
+      (await guard(() =>
+        cacheable(options) ? client.get(key) : redis.sendCommand(key, ['GET', key]),
+      )) as string | null,
     set: async (key, value, ttlMs) => {
       await guard(() => client.set(key, value, { expiration: { type: 'PX', value: ttlMs } }));
       await replicated(key);
@@ -189,7 +214,7 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     getVersioned: async (key, options = {}) => {
       // Raw unless cached: node-redis answers only its typed, cacheable commands from the cache.
       const [version, value] = (await guard(() =>
-        options.cached
+        cacheable(options)
           ? client.hmGet(key, ['v', 'd'])
           : redis.sendCommand(key, ['HMGET', key, 'v', 'd']),
       )) as (string | null)[];
@@ -225,6 +250,7 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
       await guard(() => client.ping());
     },
     close: async () => {
+      clearInterval(heartbeat);
       if (client.isOpen) await client.close();
     },
   };

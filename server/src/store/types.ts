@@ -4,10 +4,10 @@
  */
 export interface Store {
   /**
-   * Always from the store itself, never from a cache: for what decides access (a session) or
-   * expires by time rather than by a write (a lock, a back-off).
+   * From the store itself unless `cached` (see getVersioned): never cache what expires by time
+   * rather than by a write (a lock, a back-off) unless its value says when it expires.
    */
-  get(key: string): Promise<string | null>;
+  get(key: string, options?: { cached?: boolean }): Promise<string | null>;
   set(key: string, value: string, ttlMs: number): Promise<void>;
   /** SET NX PX: true when this call created the key. */
   setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean>;
@@ -18,9 +18,11 @@ export interface Store {
   deleteIfEquals(key: string, value: string): Promise<boolean>;
   /**
    * A record with a version, for compare-and-set writes; from the store itself unless `cached`.
-   * `cached` may answer from an in-process copy that Redis invalidates on the connection it
-   * answers on (client-side caching), so it is exactly as fresh as the last answer on that
-   * connection: use it only right after a `get` on the same hash tag (the session check).
+   * `cached` may answer from an in-process copy that Redis invalidates (client-side caching): a
+   * write by any instance invalidates it before the writer is answered, so once a write is
+   * acknowledged no instance answers the old value; and a copy is used only while Redis has
+   * answered this process within the last second (a heartbeat), so a Redis that froze or was cut
+   * off is asked, and answers 503, instead of the copy being used on.
    */
   getVersioned(key: string, options?: { cached?: boolean }): Promise<Versioned | null>;
   /**
