@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import type { LoadedConnection } from './connections.ts';
+import type { ConnectionRecord, LoadedConnection } from './connections.ts';
 import { BrokerError } from './errors.ts';
 
 /** Request headers that may go upstream; everything else (Authorization, Cookie, Host, X-Forwarded-*, hop-by-hop) stays here. */
@@ -80,6 +80,19 @@ export async function discard(response: Dispatcher.ResponseData): Promise<void> 
   await response.body.dump({ limit: 64 * 1024 }).catch(() => {});
 }
 
+const bases = new WeakMap<ConnectionRecord, { origin: string; path: string }>();
+
+/** A record's api_url as origin and path, parsed once per record read (records are frozen). */
+function apiBase(record: ConnectionRecord): { origin: string; path: string } {
+  let base = bases.get(record);
+  if (!base) {
+    const url = new URL(record.apiUrl);
+    base = { origin: url.origin, path: url.pathname.replace(/\/$/, '') };
+    bases.set(record, base);
+  }
+  return base;
+}
+
 export interface ProxyDeps {
   dispatcher: Dispatcher;
   log: Logger;
@@ -150,10 +163,10 @@ export function createProxy(deps: ProxyDeps) {
           'This license is disconnected; authorize Baton again.',
         );
       if (!current.record.tokens) throw reauthorize();
-      const base = new URL(current.record.apiUrl);
+      const base = apiBase(current.record);
       const target = {
         origin: base.origin,
-        path: `${base.pathname.replace(/\/$/, '')}/${path}${query === undefined ? '' : `?${query}`}`,
+        path: `${base.path}/${path}${query === undefined ? '' : `?${query}`}`,
       };
 
       let upstream = await send(req, body, target, current.record.tokens.accessToken);

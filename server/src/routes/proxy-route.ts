@@ -80,6 +80,7 @@ export function proxyRoute(deps: ProxyRouteDeps) {
 }
 
 function decodeId(raw: string): string {
+  if (!raw.includes('%')) return raw;
   try {
     return decodeURIComponent(raw);
   } catch {
