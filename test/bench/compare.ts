@@ -105,6 +105,7 @@ try {
 
   const rps: Record<string, number[]> = {};
   const cpu: Record<string, number[]> = {};
+  const redisCpu: Record<string, number[]> = {};
   const p50: Record<string, number[]> = {};
   const push = (map: Record<string, number[]>, key: string, value: number) =>
     (map[key] ??= []).push(value);
@@ -112,8 +113,10 @@ try {
     const now: Record<string, { rps: number; cpu: number }> = {};
     for (const v of rotate(variants, round)) {
       const before = cpuMs(v.proc.pid);
+      const redisBefore = cpuMs(stack.redisPid);
       const result = await run(v, 50, seconds);
       if (result.errors > 0) throw new Error(`${v.name}: ${result.errors} errors`);
+      push(redisCpu, v.name, ((cpuMs(stack.redisPid) - redisBefore) * 1000) / result.requests);
       now[v.name] = {
         rps: result.rps,
         cpu: ((cpuMs(v.proc.pid) - before) * 1000) / result.requests,
@@ -136,13 +139,13 @@ try {
     `${s.median.toFixed(digits)} (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`;
   const rows = variants.slice(2).map((v) => {
     const [r, c, p] = [spread(rps[v.name]!), spread(cpu[v.name]!), spread(p50[v.name]!)];
-    return `| ${v.name} | ${f(r, 2)} | ${f(c, 2)}x | ${f(p, 3)} |`;
+    return `| ${v.name} | ${f(r, 2)} | ${f(c, 2)}x | ${f(p, 3)} | ${f(spread(redisCpu[v.name]!), 1)} |`;
   });
   const md = [
     `Rounds ${rounds} × ${seconds}s, ${sessions.length} sessions; bare proxy's own added p50 ${median(p50.b!).toFixed(3)} ms.`,
     '',
-    '| broker | throughput ÷ bare proxy | CPU/req ÷ bare proxy | added p50 over direct, 1 conn, ms |',
-    '|---|---|---|---|',
+    '| broker | throughput ÷ bare proxy | CPU/req ÷ bare proxy | added p50 over direct, 1 conn, ms | Redis CPU µs/req |',
+    '|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n');
@@ -155,7 +158,7 @@ try {
   writeFileSync(join(out, 'results.md'), md);
   writeFileSync(
     join(out, 'results.json'),
-    JSON.stringify({ revs: labels, rps, cpu, p50 }, null, 2),
+    JSON.stringify({ revs: labels, rps, cpu, p50, redisCpu }, null, 2),
   );
   console.log(`\n${md}\nwritten to ${out}`);
 } finally {
