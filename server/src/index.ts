@@ -3,7 +3,7 @@ export { loadConfig, ConfigError, type Config } from './config.ts';
 export { createLogger } from './logger.ts';
 export { keys } from './keys.ts';
 export { createMemoryStore } from './store/memory.ts';
-export { createRedisClient, createRedisStore, LIVENESS_MS } from './store/redis.ts';
+export { createRedisClient, createRedisStore, LIVENESS_MS, trackedAnswers } from './store/redis.ts';
 export { createRedis, standalone, type Redis, type RedisTopology } from './store/topology.ts';
 export { StoreUnavailableError, type Store } from './store/types.ts';
 export { shouldRefresh } from './tokens.ts';

@@ -4,6 +4,7 @@ import {
   LIVENESS_MS,
   standalone,
   StoreUnavailableError,
+  trackedAnswers,
 } from '@baton/server';
 import { storeContract } from '@baton/server/store-contract';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -52,10 +53,10 @@ describe('the client-side cache of sessions and records', () => {
       // Cached once the heartbeat has vouched for the connection.
       await expect
         .poll(async () => {
-          const hits = client.clientSideCache?.stats().hitCount ?? 0;
+          const hits = trackedAnswers(client)!.hits;
           await mine.get(session, { cached: true });
           await mine.getVersioned(record, { cached: true });
-          return (client.clientSideCache?.stats().hitCount ?? 0) - hits;
+          return trackedAnswers(client)!.hits - hits;
         })
         .toBe(2);
 
@@ -82,9 +83,9 @@ describe('the client-side cache of sessions and records', () => {
       await store.set(key, 'on', 60_000);
       await expect
         .poll(async () => {
-          const hits = own.clientSideCache?.stats().hitCount ?? 0;
+          const hits = trackedAnswers(own)!.hits;
           await store.get(key, { cached: true });
-          return (own.clientSideCache?.stats().hitCount ?? 0) - hits;
+          return trackedAnswers(own)!.hits - hits;
         })
         .toBe(1);
 
@@ -96,6 +97,32 @@ describe('the client-side cache of sessions and records', () => {
     } finally {
       redis.resume();
       await store.close().catch(() => {});
+    }
+  });
+
+  it('are all dropped when the connection is lost, and Redis is read again once it is back', async () => {
+    const own = createRedisClient(redis.url, 10_000);
+    // As the broker does: node-redis tells its cache of an error only after its listeners.
+    own.on('error', () => {});
+    await own.connect();
+    const store = createRedisStore(standalone(own));
+    const key = 'contract:{lost}:session';
+    try {
+      await store.set(key, 'on', 60_000);
+      await expect
+        .poll(async () => {
+          await store.get(key, { cached: true });
+          return trackedAnswers(own)!.recall(key);
+        })
+        .toBe('on');
+
+      await client.sendCommand(['CLIENT', 'KILL', 'ID', String(await own.clientId())]);
+      await expect.poll(() => trackedAnswers(own)!.recall(key)).toBeUndefined();
+      // Changed while nobody tracked it for this client: the new value, not the old one.
+      await client.set(key, 'changed');
+      await expect.poll(() => store.get(key, { cached: true }).catch(() => 'down')).toBe('changed');
+    } finally {
+      await store.close();
     }
   });
 });

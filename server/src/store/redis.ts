@@ -1,5 +1,6 @@
 import { createClient, createCluster, createSentinel } from 'redis';
 import type { Redis, RedisTopology } from './topology.ts';
+import { TrackedCache, TrackedPooledCache, type TrackedAnswers } from './tracked.ts';
 import { StoreUnavailableError, type Store } from './types.ts';
 
 /** The command surface a standalone client, a Sentinel client and a Cluster client share. */
@@ -71,17 +72,29 @@ export const FAIL_FAST = {
 
 /**
  * RESP3 on every connection, and with it server-assisted client-side caching (tracking) of up to
- * `entries` reads kept in process: Redis tells every client that read a key when anyone changes
- * it. 0: no cache.
+ * `entries` answers kept in process (TrackedAnswers): Redis tells every client that read a key
+ * when anyone changes it. 0: no cache.
  */
-export function cacheOptions(entries: number) {
-  const clientSideCache = { maxEntries: entries, evictPolicy: 'LRU', ttl: 0 } as const;
-  return { RESP: 3, ...(entries > 0 ? { clientSideCache } : {}) } as const;
+function cacheOptions(entries: number, pooled: boolean) {
+  const config = { maxEntries: entries, evictPolicy: 'LRU', ttl: 0 } as const;
+  if (entries === 0) return { RESP: 3 } as const;
+  return {
+    RESP: 3,
+    clientSideCache: pooled ? new TrackedPooledCache(config) : new TrackedCache(config),
+  } as const;
+}
+
+/** The answers kept for a client's tracked reads, when it has a client-side cache. */
+export function trackedAnswers(client: RedisClient): TrackedAnswers | undefined {
+  const cache: unknown = client.clientSideCache;
+  return cache instanceof TrackedCache || cache instanceof TrackedPooledCache
+    ? cache.answers
+    : undefined;
 }
 
 /** A standalone node-redis client, set up to fail fast. */
 export function createRedisClient(url: string, cacheEntries = 0) {
-  return createClient({ url, ...FAIL_FAST, ...cacheOptions(cacheEntries) });
+  return createClient({ url, ...FAIL_FAST, ...cacheOptions(cacheEntries, false) });
 }
 
 type Credentials = { username?: string | undefined; password?: string | undefined };
@@ -104,7 +117,7 @@ export function createSentinelClient(
     ...(topology.sentinelPassword === undefined
       ? {}
       : { sentinelClientOptions: { password: topology.sentinelPassword } }),
-    ...cacheOptions(cacheEntries),
+    ...cacheOptions(cacheEntries, true),
   });
 }
 
@@ -116,7 +129,7 @@ export function createClusterClient(
   return createCluster({
     rootNodes: topology.nodes.map((url) => ({ url })),
     defaults: { ...FAIL_FAST, ...credentials(topology) },
-    ...cacheOptions(cacheEntries),
+    ...cacheOptions(cacheEntries, true),
   });
 }
 
@@ -165,9 +178,26 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
       () => {},
     );
   }, HEARTBEAT_MS).unref();
-  /** Invalidations still reach this process: a cached copy is as current as Redis. */
-  const cacheable = (options: { cached?: boolean }): boolean =>
-    options.cached === true && clock() - answeredAt < LIVENESS_MS;
+  const answers = trackedAnswers(client);
+  /**
+   * A tracked read: the kept answer while Redis vouches for this process (its invalidations still
+   * arrive), else Redis's own, kept for next time. Absent keys are not kept: a caller trying
+   * unknown tokens must not crowd out the live ones.
+   */
+  const tracked = async <T extends NonNullable<unknown>>(
+    key: string,
+    options: { cached?: boolean },
+    read: () => Promise<T | null>,
+  ): Promise<T | null> => {
+    if (!answers || options.cached !== true || clock() - answeredAt >= LIVENESS_MS)
+      return guard(read);
+    const kept = answers.recall(key);
+    if (kept !== undefined) return kept as T;
+    const epoch = answers.epoch;
+    const answer = await guard(read);
+    if (answer !== null) answers.remember(key, answer, epoch);
+    return answer;
+  };
   const script = (source: string, keys: string[], args: string[]) =>
     guard(() => client.eval(source, { keys, arguments: args }));
   /**
@@ -186,11 +216,12 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
   };
 
   return {
-    // Raw unless cached: node-redis answers only its typed, cacheable commands from the cache.
-    get: async (key, options = {}) =>
-      (await guard(() =>
-        cacheable(options) ? client.get(key) : redis.sendCommand(key, ['GET', key]),
-      )) as string | null,
+    get: (key, options = {}) =>
+      tracked(
+        key,
+        options,
+        async () => (await redis.sendCommand(key, ['GET', key])) as string | null,
+      ),
     set: async (key, value, ttlMs) => {
       await guard(() => client.set(key, value, { expiration: { type: 'PX', value: ttlMs } }));
       await replicated(key);
@@ -211,17 +242,15 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
       await Promise.all(keys.map(replicated));
     },
     deleteIfEquals: async (key, value) => (await script(DELETE_IF_EQUALS, [key], [value])) === 1,
-    getVersioned: async (key, options = {}) => {
-      // Raw unless cached: node-redis answers only its typed, cacheable commands from the cache.
-      const [version, value] = (await guard(() =>
-        cacheable(options)
-          ? client.hmGet(key, ['v', 'd'])
-          : redis.sendCommand(key, ['HMGET', key, 'v', 'd']),
-      )) as (string | null)[];
-      if (version === null || version === undefined || value === null || value === undefined)
-        return null;
-      return { version: Number(version), value };
-    },
+    getVersioned: (key, options = {}) =>
+      tracked(key, options, async () => {
+        const [version, value] = (await redis.sendCommand(key, ['HMGET', key, 'v', 'd'])) as (
+          string | null
+        )[];
+        if (version === null || version === undefined || value === null || value === undefined)
+          return null;
+        return Object.freeze({ version: Number(version), value });
+      }),
     setVersioned: async (key, expected, value, ttlMs) => {
       const written =
         (await script(SET_VERSIONED, [key], [String(expected), value, String(ttlMs)])) === 1;
