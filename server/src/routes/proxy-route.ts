@@ -41,17 +41,19 @@ export function proxyRoute(deps: ProxyRouteDeps) {
   const raw = express.raw({ type: () => true, limit: '1mb' });
 
   /** The request body (up to 1 MB), or null when it has none. */
-  const readBody = (req: IncomingMessage, res: ServerResponse): Promise<Buffer | null> =>
-    new Promise((resolve, reject) => {
-      raw(req as Request, res as Response, (error?: unknown) => {
-        if (error) {
-          reject(error instanceof Error ? error : new Error(String(error)));
-          return;
-        }
-        const body = (req as Request).body as unknown;
-        resolve(Buffer.isBuffer(body) && body.length > 0 ? body : null);
-      });
-    });
+  const readBody = (req: IncomingMessage, res: ServerResponse): Promise<Buffer | null> | null =>
+    !hasBody(req)
+      ? null
+      : new Promise((resolve, reject) => {
+          raw(req as Request, res as Response, (error?: unknown) => {
+            if (error) {
+              reject(error instanceof Error ? error : new Error(String(error)));
+              return;
+            }
+            const body = (req as Request).body as unknown;
+            resolve(Buffer.isBuffer(body) && body.length > 0 ? body : null);
+          });
+        });
 
   return {
     /** The connection id (still encoded) when `url` is an API call, else undefined. */
@@ -77,6 +79,12 @@ export function proxyRoute(deps: ProxyRouteDeps) {
       }
     },
   };
+}
+
+/** As body-parser decides it: a length above 0, or a chunked body. */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 function decodeId(raw: string): string {
