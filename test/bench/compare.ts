@@ -1,5 +1,6 @@
 /**
- * `node test/bench/compare.ts --revs 5c76e9a,HEAD~2,work`: what each change to the broker bought,
+ * `node test/bench/compare.ts --revs 5c76e9a,HEAD~2,work,work+--max-semi-space-size=32`: what each
+ * change to the broker (or Node option) bought,
  * measured in one run. Every revision's broker (`work`: the working tree) runs as its own process
  * beside the same upstream, bare proxy, Redis and 1,000 sessions, and they take turns in rotated
  * rounds (S1's method): throughput and CPU per request at 50 connections, and p50 with one
@@ -63,12 +64,15 @@ function brokerMain(rev: string): string {
   return join(dir, 'server/src/main.ts');
 }
 
-const revs = values.revs.split(',').map((rev) => rev.trim());
-const labels = revs.map((rev) =>
-  rev === 'work' ? 'work' : `${rev} (${git('rev-parse', '--short', rev)})`,
+/** `rev` or `rev+--node-flag+…`: the same revision may run with other Node options. */
+const specs = values.revs.split(',').map((spec) => spec.trim().split('+'));
+const revs = specs.map(([rev]) => rev!);
+const labels = specs.map(([rev, ...flags]) =>
+  [rev === 'work' ? 'work' : `${rev} (${git('rev-parse', '--short', rev!)})`, ...flags].join(' '),
 );
 const stack = await BenchStack.start(revs.length, {
   mains: revs.map(brokerMain),
+  nodeArgs: specs.map(([, ...flags]) => flags),
   eventLoopHook: false,
 });
 try {

@@ -50,7 +50,13 @@ export class BenchStack {
    */
   static async start(
     instances: number,
-    options: { brokerNodeArgs?: string[]; mains?: string[]; eventLoopHook?: boolean } = {},
+    options: {
+      brokerNodeArgs?: string[];
+      mains?: string[];
+      /** Node options of each instance (before its entry point). */
+      nodeArgs?: string[][];
+      eventLoopHook?: boolean;
+    } = {},
   ): Promise<BenchStack> {
     const stack = new BenchStack();
     stack.redis = await RedisServer.start();
@@ -80,7 +86,7 @@ export class BenchStack {
           args:
             index === 0 && options.eventLoopHook !== false
               ? [...(options.brokerNodeArgs ?? []), '--import', ELD_HOOK, mainOf(index)]
-              : [mainOf(index)],
+              : [...(options.nodeArgs?.[index] ?? []), mainOf(index)],
           env: {
             AUTH_URL: stack.sandbox.url,
             CLIENT_ID,
