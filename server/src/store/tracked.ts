@@ -57,46 +57,39 @@ export class TrackedAnswers {
   }
 }
 
-/** node-redis's cache of one client, telling `answers` of everything it drops. */
-export class TrackedCache extends BasicClientSideCache {
-  readonly answers: TrackedAnswers;
+// TypeScript's rule for mixins: a constructor of one rest parameter of type any[].
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type CacheClass = new (...args: any[]) => BasicClientSideCache;
 
-  constructor(config: ClientSideCacheConfig & { maxEntries: number }) {
-    super(config);
-    this.answers = new TrackedAnswers(config.maxEntries);
-  }
+/** A node-redis cache class whose instances tell `answers` of everything they drop. */
+function withAnswers<Base extends CacheClass>(base: Base) {
+  return class extends base {
+    readonly answers: TrackedAnswers;
 
-  override invalidate(key: RedisArgument | null): void {
-    super.invalidate(key);
-    this.answers.forget(key === null ? null : key.toString());
-  }
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    constructor(...args: any[]) {
+      super(...args);
+      this.answers = new TrackedAnswers((args[0] as ClientSideCacheConfig).maxEntries ?? 0);
+    }
 
-  override clear(resetStats?: boolean): void {
-    super.clear(resetStats);
-    // Undefined only while the base constructor runs.
-    (this.answers as TrackedAnswers | undefined)?.forget(null);
-  }
+    override invalidate(key: RedisArgument | null): void {
+      super.invalidate(key);
+      this.answers.forget(key === null ? null : key.toString());
+    }
+
+    override clear(resetStats?: boolean): void {
+      super.clear(resetStats);
+      // Undefined only while the base constructor runs.
+      (this.answers as TrackedAnswers | undefined)?.forget(null);
+    }
+  };
 }
 
-/** The same for the clients of a Sentinel or Cluster pool, which may also be disabled a while. */
-export class TrackedPooledCache extends BasicPooledClientSideCache {
-  readonly answers: TrackedAnswers;
+/** The cache of one standalone client. */
+export const TrackedCache = withAnswers(BasicClientSideCache);
 
-  constructor(config: ClientSideCacheConfig & { maxEntries: number }) {
-    super(config);
-    this.answers = new TrackedAnswers(config.maxEntries);
-  }
-
-  override invalidate(key: RedisArgument | null): void {
-    super.invalidate(key);
-    this.answers.forget(key === null ? null : key.toString());
-  }
-
-  override clear(resetStats?: boolean): void {
-    super.clear(resetStats);
-    (this.answers as TrackedAnswers | undefined)?.forget(null);
-  }
-
+/** The cache of the clients of a Sentinel or Cluster pool, which may also be disabled a while. */
+export class TrackedPooledCache extends withAnswers(BasicPooledClientSideCache) {
   override disable(): void {
     super.disable();
     this.answers.suspend(true);
