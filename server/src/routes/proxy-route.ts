@@ -25,7 +25,8 @@ export interface ProxyRouteDeps {
 }
 
 /** The route's template, as the metrics name it. */
-export const PROXY_ROUTE = '/connections/:id/api/{*path}';
+const PROXY_ROUTE = '/connections/:id/api/{*path}';
+const routeName = (): string => PROXY_ROUTE;
 const PROXY_PATH = /^\/connections\/([^/?]+)\/api\//;
 
 /**
@@ -62,7 +63,7 @@ export function proxyRoute(deps: ProxyRouteDeps) {
     },
 
     async handle(req: IncomingMessage, res: ServerResponse, rawId: string): Promise<void> {
-      track(req, res, () => PROXY_ROUTE);
+      track(req, res, routeName);
       prepare(res);
       try {
         const method = req.method ?? '';
