@@ -54,4 +54,25 @@ describe('sealer', () => {
     const other = createSealer(parseKeyring(`b:${keyB}`));
     expect(() => other.open(old, 'x')).toThrow(/no key/);
   });
+
+  describe('a sealed record whose tag is cut short', () => {
+    const record = JSON.stringify({
+      id: 'c1',
+      tokens: { access_token: 'at', refresh_token: 'rt' },
+    });
+    const blob = sealer.seal(record, 'connection:s:c1');
+    const truncate = (bytes: number) => {
+      const [kid, iv, tag, ciphertext] = blob.split('.') as [string, string, string, string];
+      const short = Buffer.from(tag, 'base64url').subarray(0, bytes).toString('base64url');
+      return [kid, iv, short, ciphertext].join('.');
+    };
+
+    it('opens the whole 16-byte tag', () => {
+      expect(sealer.open(truncate(16), 'connection:s:c1')).toBe(record);
+    });
+
+    it.each([12, 8, 4])('refuses a %i-byte tag', (bytes) => {
+      expect(() => sealer.open(truncate(bytes), 'connection:s:c1')).toThrow(DecryptError);
+    });
+  });
 });
