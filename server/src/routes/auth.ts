@@ -55,6 +55,10 @@ function single(req: Request, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
+/** What the extension is told of a callback that carries `error`: a denial, or a failure. */
+const providerError = (req: Request): AuthRedirectError =>
+  single(req, 'error') === 'access_denied' ? 'access_denied' : 'server_error';
+
 function badRequest(res: Response, detail: string): void {
   res.status(400).type('html').send(errorPage('This sign-in link is not valid', detail));
 }
@@ -139,22 +143,24 @@ export function authRouter(deps: AuthDeps): Router {
   router.get('/auth/callback', async (req, res) => {
     const pending = livePending(req);
     const latest = pending.at(-1);
-
-    // The provider's denial carries no state: it answers the most recent flow of this browser.
-    if (req.query.error !== undefined) {
-      if (!latest) return badRequest(res, 'No sign-in is in progress in this browser.');
-      await consume(req, latest);
-      const error = single(req, 'error') === 'access_denied' ? 'access_denied' : 'server_error';
-      return backToExtension(res, latest, { error });
-    }
-
     const state = single(req, 'state');
     const flow = state === undefined ? undefined : pending.find((f) => safeEqual(f.state, state));
+
+    // Any page the user visits can send this browser here (the SameSite=Lax cookie goes along),
+    // so only a callback that carries a flow's own state may end that flow. The provider's denial
+    // carries no state: it answers the most recent flow's extension URL and leaves every flow to
+    // expire, as does a callback with an unknown state.
     if (!flow) {
       if (!latest) return badRequest(res, 'No sign-in is in progress in this browser.');
-      await consume(req, latest);
+      if (req.query.error !== undefined) {
+        return backToExtension(res, latest, { error: providerError(req) });
+      }
       log.warn('authorization callback with a missing or unknown state');
       return backToExtension(res, latest, { error: 'invalid_state' });
+    }
+    if (req.query.error !== undefined) {
+      await consume(req, flow);
+      return backToExtension(res, flow, { error: providerError(req) });
     }
     if (!(await consume(req, flow))) {
       log.warn('authorization callback replayed');
