@@ -1,3 +1,4 @@
+import { BROKER_ERROR_HEADER } from '@baton/shared';
 import express, {
   type NextFunction,
   type Request,
@@ -89,6 +90,7 @@ export function createApp(deps: AppDeps): BrokerApp {
     sleep,
     log,
     refreshAheadMs: config.refreshAheadMs,
+    refreshMinIntervalMs: config.refreshMinIntervalMs,
     tokenTimeoutMs,
     leaseMs: refreshLeaseMs,
   });
@@ -251,10 +253,12 @@ export function createApp(deps: AppDeps): BrokerApp {
       log.error({ err: error, reqId: requestId(res) }, 'request failed');
     if (brokerError.retryAfter !== undefined)
       res.setHeader('Retry-After', String(brokerError.retryAfter));
+    const body = brokerError.toBody();
     res.setHeader('Cache-Control', 'no-store');
     res.statusCode = brokerError.status;
+    res.setHeader(BROKER_ERROR_HEADER, body.error);
     res.setHeader('Content-Type', 'application/json; charset=utf-8');
-    res.end(JSON.stringify(brokerError.toBody()));
+    res.end(JSON.stringify(body));
   };
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => fail(res, error));
 

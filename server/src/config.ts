@@ -34,6 +34,11 @@ export interface Config {
   trustProxy: boolean | number | string;
   logLevel: string;
   refreshAheadMs: number;
+  /**
+   * No refresh on an upstream 401 within this long of the connection's last successful refresh
+   * (REFRESH_MIN_INTERVAL_SECONDS, default 60): the 401 is passed on instead.
+   */
+  refreshMinIntervalMs: number;
   /** Bound on one token request (TOKEN_TIMEOUT_MS, default 10 s). */
   tokenTimeoutMs: number;
   /** Refresh lock lease (REFRESH_LEASE_MS, default TOKEN_TIMEOUT_MS + 5 s): outlives a request. */
@@ -98,6 +103,7 @@ const schema = z.object({
   TRUST_PROXY: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   REFRESH_AHEAD_SECONDS: z.coerce.number().int().min(0).max(3000).default(300),
+  REFRESH_MIN_INTERVAL_SECONDS: z.coerce.number().int().min(0).max(3600).default(60),
   TOKEN_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   REFRESH_LEASE_MS: z.coerce.number().int().min(200).max(600_000).optional(),
   SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(300_000).default(0),
@@ -258,6 +264,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     trustProxy: parseTrustProxy(values.TRUST_PROXY),
     logLevel: values.LOG_LEVEL,
     refreshAheadMs: values.REFRESH_AHEAD_SECONDS * 1000,
+    refreshMinIntervalMs: values.REFRESH_MIN_INTERVAL_SECONDS * 1000,
     tokenTimeoutMs: values.TOKEN_TIMEOUT_MS,
     refreshLeaseMs,
     shutdownDelayMs: values.SHUTDOWN_DELAY_MS,

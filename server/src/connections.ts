@@ -15,6 +15,8 @@ export interface ConnectionRecord {
   disconnectedReason?: DisconnectedReason;
   /** The last refresh got no usable answer: the provider may have rotated without telling us. */
   refreshLost?: boolean;
+  /** When the tokens were last refreshed (not set by the code exchange): the refresh budget. */
+  refreshedAt?: number;
 }
 
 export interface LoadedConnection {

@@ -99,12 +99,19 @@ export interface ProxyDeps {
   timeoutMs?: number;
 }
 
-type Usable = (loaded: LoadedConnection, failedAccessToken?: string) => Promise<LoadedConnection>;
+/** The token service, as one call sees it. */
+export interface CallTokens {
+  /** The connection with an access token usable now; after a 401 to `failedAccessToken`, a new one. */
+  usable(loaded: LoadedConnection, failedAccessToken?: string): Promise<LoadedConnection>;
+  /** Whether an upstream 401 may refresh this record (the refresh budget); else it is passed on. */
+  mayRefreshOnRejection(record: ConnectionRecord): boolean;
+}
 
 /**
  * Forwards `/connections/:id/api/<path>` to `{api_url}/<path>` with the connection's access token.
- * One call makes one upstream request, or two when the first is answered 401 and a refresh gave a
- * new token.
+ * One call makes one upstream request, or two when the first is answered 401, the refresh budget
+ * allows a refresh, and the refresh gave a new token. Any other 401 is passed on as the license
+ * API's answer (without the broker's error mark).
  */
 export function createProxy(deps: ProxyDeps) {
   const timeoutMs = deps.timeoutMs ?? 30_000;
@@ -148,7 +155,7 @@ export function createProxy(deps: ProxyDeps) {
       body: Buffer | null,
       res: ServerResponse,
       loaded: LoadedConnection,
-      usable: Usable,
+      tokens: CallTokens,
     ): Promise<void> {
       const [rawPath = '', query] = (req.url ?? '').split(/\?(.*)/s, 2);
       const below = /^\/connections\/[^/]+\/api\/(.*)$/s.exec(rawPath)?.[1];
@@ -156,7 +163,7 @@ export function createProxy(deps: ProxyDeps) {
       if (path === undefined)
         throw new BrokerError('invalid_request', 'The API path is not allowed.');
 
-      let current = await usable(loaded);
+      let current = await tokens.usable(loaded);
       const reauthorize = () =>
         new BrokerError(
           'reauthorization_required',
@@ -170,9 +177,9 @@ export function createProxy(deps: ProxyDeps) {
       };
 
       let upstream = await send(req, body, target, current.record.tokens.accessToken);
-      if (upstream.statusCode === 401) {
+      if (upstream.statusCode === 401 && tokens.mayRefreshOnRejection(current.record)) {
         await discard(upstream);
-        current = await usable(current, current.record.tokens.accessToken);
+        current = await tokens.usable(current, current.record.tokens.accessToken);
         if (!current.record.tokens) throw reauthorize();
         upstream = await send(req, body, target, current.record.tokens.accessToken);
       }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ConnectionRecord } from './connections.ts';
-import { backoffMs, shouldRefresh } from './tokens.ts';
+import { backoffMs, mayRefreshOnRejection, shouldRefresh } from './tokens.ts';
 
 const NOW = 1_700_000_000_000;
 const AHEAD = 300_000;
@@ -46,5 +46,24 @@ describe('backoffMs', () => {
     [7, 5, 60_000],
   ])('after %s failures with Retry-After %s waits %s ms', (attempts, retryAfter, expected) => {
     expect(backoffMs(attempts, retryAfter)).toBe(expected);
+  });
+});
+
+describe('mayRefreshOnRejection', () => {
+  const base: ConnectionRecord = {
+    id: 'c1',
+    apiUrl: 'https://api.example/licenses/1',
+    status: 'connected',
+    connectedAt: 0,
+    tokens: { accessToken: 'a', refreshToken: 'r', expiresAt: 3_600_000 },
+  };
+  it.each([
+    ['never refreshed', undefined, 1000, true],
+    ['refreshed just now', 1000, 1000, false],
+    ['refreshed 59 s ago', 1000, 60_000, false],
+    ['refreshed 60 s ago', 1000, 61_000, true],
+  ])('%s: %s', (_name, refreshedAt, now, expected) => {
+    const record = refreshedAt === undefined ? base : { ...base, refreshedAt };
+    expect(mayRefreshOnRejection(record, now, 60_000)).toBe(expected);
   });
 });

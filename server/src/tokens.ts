@@ -23,6 +23,19 @@ export function shouldRefresh(
   return { refresh: false, reason: 'fresh' };
 }
 
+/**
+ * Whether an upstream 401 to this record's access token may trigger a refresh: not within
+ * `minIntervalMs` of its last successful refresh, so that a path that always answers 401 cannot
+ * turn the broker into a refresh pump under the shared client secret. Pure.
+ */
+export function mayRefreshOnRejection(
+  record: ConnectionRecord,
+  now: number,
+  minIntervalMs: number,
+): boolean {
+  return record.refreshedAt === undefined || now - record.refreshedAt >= minIntervalMs;
+}
+
 /** Exponential back-off after transient refresh failures: 1 s, 2 s, 4 s … capped at 60 s. */
 export function backoffMs(attempts: number, retryAfterSeconds?: number): number {
   const exponential = Math.min(1000 * 2 ** Math.max(0, attempts - 1), 60_000);
@@ -39,6 +52,8 @@ export interface TokenServiceDeps {
   sleep: (ms: number) => Promise<void>;
   log: Logger;
   refreshAheadMs: number;
+  /** See mayRefreshOnRejection (default 0: always). */
+  refreshMinIntervalMs?: number;
   /** Bound on one token request. */
   tokenTimeoutMs: number;
   /** Lease of the refresh lock: longer than tokenTimeoutMs, it outlives the request it guards. */
@@ -171,7 +186,7 @@ export function createTokenService(deps: TokenServiceDeps) {
     try {
       const tokens = await provider.refresh(record.apiUrl, record.tokens.refreshToken);
       counters.refreshes++;
-      const next: ConnectionRecord = { ...record, tokens };
+      const next: ConnectionRecord = { ...record, tokens, refreshedAt: now() };
       delete next.refreshLost;
       const saved = await connections.save(sid, next, current.version).catch((error: unknown) => {
         if (isStoreDown(error)) {
@@ -292,6 +307,10 @@ export function createTokenService(deps: TokenServiceDeps) {
 
   return {
     counters,
+
+    /** Whether an upstream 401 to `record`'s access token may refresh it (else pass the 401 on). */
+    mayRefreshOnRejection: (record: ConnectionRecord): boolean =>
+      mayRefreshOnRejection(record, now(), deps.refreshMinIntervalMs ?? 0),
 
     /** Resolves once every refresh this instance has started has finished (for shutdown). */
     async idle(): Promise<void> {

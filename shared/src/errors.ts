@@ -18,6 +18,14 @@ export const ERROR_STATUS = {
 export type ErrorCode = keyof typeof ERROR_STATUS;
 export const ERROR_CODES = Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]];
 
+/**
+ * The response header that marks an answer as the broker's own error; its value is the error code.
+ * The proxy copies only a fixed list of headers from upstream, never this one, so a license API
+ * cannot pass its answer off as the broker's: a 401 without it is the license API's, about that
+ * call, not about the session.
+ */
+export const BROKER_ERROR_HEADER = 'Baton-Error';
+
 export const errorBodySchema = z.object({
   error: z.enum(ERROR_CODES),
   message: z.string(),

@@ -72,9 +72,10 @@ export function proxyRoute(deps: ProxyRouteDeps) {
         const sid = await requireSid(sessions, req.headers);
         const body = await readBody(req, res);
         const loaded = await loadConnection(sid, decodeId(rawId));
-        await proxy.forward(req, body, res, loaded, (current, failed) =>
-          tokens.usable(sid, current, failed),
-        );
+        await proxy.forward(req, body, res, loaded, {
+          usable: (current, failed) => tokens.usable(sid, current, failed),
+          mayRefreshOnRejection: tokens.mayRefreshOnRejection,
+        });
       } catch (error) {
         fail(res, error);
       }

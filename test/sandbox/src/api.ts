@@ -65,6 +65,7 @@ function answerFault(
   switch (fault.kind) {
     case 'status': {
       if (fault.retryAfter !== undefined) res.set('Retry-After', String(fault.retryAfter));
+      if (fault.headers !== undefined) res.set(fault.headers);
       const error =
         fault.status >= 500 || fault.status === 429 ? 'temporarily_unavailable' : 'invalid_request';
       const body = fault.body ?? JSON.stringify({ error, error_description: 'Injected fault.' });

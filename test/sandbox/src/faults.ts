@@ -27,6 +27,8 @@ export type Fault = Scope &
         status: number;
         retryAfter?: number | string;
         body?: string;
+        /** Extra response headers, as an upstream that tries to pass for the broker would send. */
+        headers?: Record<string, string>;
       }
     | { kind: 'redirect'; target: FaultTarget; location: string; status?: RedirectStatus }
     | { kind: 'drop_after_rotate'; target?: 'token'; grant?: TokenGrant }
@@ -170,6 +172,16 @@ export function parseFault(input: unknown): Fault {
         throw new ControlInputError('fault.retryAfter must be a number or a string');
       const body = field(fields, 'body', isString, 'a string');
       if (body !== undefined) fault.body = body;
+      const headers = fields.headers;
+      if (headers !== undefined) {
+        if (
+          typeof headers !== 'object' ||
+          headers === null ||
+          !Object.values(headers).every((value) => typeof value === 'string')
+        )
+          throw new ControlInputError('fault.headers must be an object of strings');
+        fault.headers = headers as Record<string, string>;
+      }
       return fault;
     }
     case 'redirect': {
