@@ -14,12 +14,16 @@ export type ProblemCode =
   | 'cancelled'
   | 'auth_page_failed'
   | 'interrupted'
+  /** A license API's own answer through the proxy, about that call: not the broker's error. */
+  | 'upstream_refused'
   | 'unexpected';
 
 export interface Problem {
   readonly code: ProblemCode;
   /** When the broker said to try again (`Retry-After`), as epoch milliseconds. */
   readonly retryAt?: number;
+  /** The license API's HTTP status, for `upstream_refused`. */
+  readonly status?: number;
 }
 
 /** Thrown by the broker client and the flow; caught and turned into state at one place each. */

@@ -1,5 +1,5 @@
 import { DEMO_PASSWORD } from '@baton/sandbox';
-import { DEV_FIREFOX_GECKO_ID } from '@baton/shared';
+import { BROKER_ERROR_HEADER, DEV_FIREFOX_GECKO_ID } from '@baton/shared';
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -162,6 +162,34 @@ describe.each([
     expect(sandbox().counters().refreshes).toBe(1);
     expect(sandbox().counters().reuse_detected).toBe(0);
     await shot('after-refresh');
+  });
+
+  it('4b. a license whose API answers 401 to everything shows it on its card; the rest stays', async () => {
+    const tokenBefore = await sessionToken();
+    const secondId = (await popup.attributes(card(), 'data-connection-id')).find(
+      (id) => id !== firstId,
+    );
+    if (!secondId) throw new Error('the second license has no card');
+    sandbox().addFault({
+      target: 'api',
+      kind: 'status',
+      status: 401,
+      licenseId: SECOND,
+      headers: { [BROKER_ERROR_HEADER]: 'invalid_session' },
+      body: JSON.stringify({ error: 'invalid_session', message: 'from the license API' }),
+    });
+    try {
+      await popup.click('[data-testid="refresh-button"]');
+      await popup.waitFor(`${card(secondId)} [data-testid="user-problem"]`);
+      await popup.waitForGone('[aria-busy="true"]');
+      await shot('one-license-refused');
+      expect(await popup.count(card(undefined, 'connected'))).toBe(2);
+      expect(await popup.count(`${card(firstId!)} [data-testid="user-problem"]`)).toBe(0);
+      await popup.waitFor(`${card(firstId!)} [data-testid="user-name"]`, 'Lotte Vermeulen');
+      expect(await sessionToken()).toBe(tokenBefore);
+    } finally {
+      sandbox().clearFaults();
+    }
   });
 
   it('5. shows a revoked grant as disconnected, and Reconnect restores it with the same id', async () => {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { startSandbox, type RunningSandbox } from '@baton/sandbox';
 import { BrokerProcess } from './process.ts';
 import { RedisServer } from './redis.ts';
@@ -28,8 +29,14 @@ export async function startE2eStack(brokerPort: number): Promise<E2eStack> {
     API_URL_ALLOWLIST: sandbox.url,
     CLIENT_ID: E2E_CLIENT.client_id,
     CLIENT_SECRET: E2E_CLIENT.client_secret,
+    SESSION_SECRET: `e2e-session-secret-${randomBytes(16).toString('hex')}`,
+    TOKEN_ENCRYPTION_KEYS: `e2e:${randomBytes(32).toString('base64')}`,
     REDIS_URL: redis.url,
     LOG_LEVEL: 'info',
+    // The steps run seconds apart on the real clock, and step 5 needs the 401 right after step
+    // 4's refresh to refresh (and so find the revoked grant): no refresh budget here. The
+    // integration suite pins the budget on the injected clock.
+    REFRESH_MIN_INTERVAL_SECONDS: '0',
   });
   return {
     redis,

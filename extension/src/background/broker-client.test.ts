@@ -1,4 +1,4 @@
-import { ERROR_CODES, ERROR_STATUS } from '@baton/shared';
+import { BROKER_ERROR_HEADER, ERROR_CODES, ERROR_STATUS, type ErrorCode } from '@baton/shared';
 import { describe, expect, it } from 'vitest';
 import { ProblemError } from '../problems.ts';
 import { createBrokerClient, parseRetryAfter, problemFromResponse } from './broker-client.ts';
@@ -7,11 +7,14 @@ const NOW = Date.UTC(2025, 0, 15, 9, 30);
 const now = () => NOW;
 
 describe('problemFromResponse', () => {
-  it.each(ERROR_CODES)('keeps the broker code %s from a JSON body', async (code) => {
-    const response = new Response(JSON.stringify({ error: code, message: 'x' }), {
+  const marked = (code: ErrorCode, headers: Record<string, string> = {}) =>
+    new Response(JSON.stringify({ error: code, message: 'x' }), {
       status: ERROR_STATUS[code],
+      headers: { [BROKER_ERROR_HEADER]: code, ...headers },
     });
-    expect(await problemFromResponse(response, now)).toEqual({ code });
+
+  it.each(ERROR_CODES)("keeps the broker code %s when the broker's mark says so", async (code) => {
+    expect(await problemFromResponse(marked(code), now)).toEqual({ code });
   });
 
   it.each([
@@ -19,32 +22,51 @@ describe('problemFromResponse', () => {
     [503, 'broker_unreachable'],
     [504, 'broker_unreachable'],
     [500, 'server_error'],
-    [401, 'invalid_session'],
+    [401, 'unexpected'],
     [404, 'not_found'],
     [429, 'rate_limited'],
     [418, 'unexpected'],
     [302, 'unexpected'],
-  ] as const)('classifies a %i without the broker JSON as %s', async (status, code) => {
+  ] as const)('classifies a %i without the broker mark as %s', async (status, code) => {
     const response = new Response('<html>proxy page</html>', { status });
     expect(await problemFromResponse(response, now)).toEqual({ code });
   });
 
-  it('ignores a JSON body whose code is not one of the broker codes', async () => {
-    const response = new Response(JSON.stringify({ error: 'teapot', message: 'x' }), {
-      status: 500,
+  it('never takes an unmarked body for the broker word, however it looks', async () => {
+    const forged = new Response(JSON.stringify({ error: 'invalid_session', message: 'x' }), {
+      status: 401,
     });
-    expect(await problemFromResponse(response, now)).toEqual({ code: 'server_error' });
+    expect(await problemFromResponse(forged, now)).toEqual({ code: 'unexpected' });
+  });
+
+  it('reads an unmarked answer to a proxied call as the license API refusing that call', async () => {
+    const forged = new Response(JSON.stringify({ error: 'invalid_session', message: 'x' }), {
+      status: 401,
+    });
+    expect(await problemFromResponse(forged, now, 'upstream')).toEqual({
+      code: 'upstream_refused',
+      status: 401,
+    });
+    expect(await problemFromResponse(marked('invalid_session'), now, 'upstream')).toEqual({
+      code: 'invalid_session',
+    });
+  });
+
+  it('ignores a mark that is not one of the broker codes', async () => {
+    const response = new Response('{}', {
+      status: 500,
+      headers: { [BROKER_ERROR_HEADER]: 'teapot' },
+    });
+    expect(await problemFromResponse(response, now)).toEqual({ code: 'unexpected' });
   });
 
   it('keeps Retry-After as an instant', async () => {
-    const response = new Response(JSON.stringify({ error: 'rate_limited', message: 'x' }), {
-      status: 429,
-      headers: { 'Retry-After': '30' },
-    });
-    expect(await problemFromResponse(response, now)).toEqual({
-      code: 'rate_limited',
-      retryAt: NOW + 30_000,
-    });
+    expect(await problemFromResponse(marked('rate_limited', { 'Retry-After': '30' }), now)).toEqual(
+      {
+        code: 'rate_limited',
+        retryAt: NOW + 30_000,
+      },
+    );
   });
 });
 

@@ -1,4 +1,5 @@
 import {
+  BROKER_ERROR_HEADER,
   connectionsResponseSchema,
   errorBodySchema,
   routes,
@@ -12,8 +13,10 @@ import { ProblemError, type Problem, type ProblemCode } from '../problems.ts';
 /**
  * The broker's HTTP API as the background uses it. Every failure leaves here as a
  * `ProblemError` with a code (translated once, at this boundary): a network failure is
- * `broker_unreachable`, a JSON `{ error }` body keeps the broker's code, anything else is
- * classified by status. The session token is only ever sent to `baseUrl`.
+ * `broker_unreachable`; an answer marked with the broker's error header keeps the broker's code;
+ * an unmarked answer to a proxied call is the license API's (`upstream_refused`), never a reason
+ * to end the session; anything else is classified by status. The session token is only ever sent
+ * to `baseUrl`.
  */
 export interface BrokerClientOptions {
   /** Normalised broker URL, no trailing slash. */
@@ -65,6 +68,7 @@ export function createBrokerClient(options: BrokerClientOptions): BrokerClient {
     path: string,
     token: string | null,
     body?: unknown,
+    answeredBy: AnsweredBy = 'broker',
   ): Promise<Response> {
     const headers: Record<string, string> = { Accept: 'application/json' };
     if (token !== null) headers['Authorization'] = `Bearer ${token}`;
@@ -74,7 +78,7 @@ export function createBrokerClient(options: BrokerClientOptions): BrokerClient {
       headers,
       ...(body !== undefined && { body: JSON.stringify(body) }),
     });
-    if (!response.ok) throw new ProblemError(await problemFromResponse(response, now));
+    if (!response.ok) throw new ProblemError(await problemFromResponse(response, now, answeredBy));
     return response;
   }
 
@@ -104,7 +108,8 @@ export function createBrokerClient(options: BrokerClientOptions): BrokerClient {
       return parsed.data.connections;
     },
     async getUser(token, connectionId) {
-      return json(await send('GET', routes.proxy(connectionId, 'users.me'), token));
+      const path = routes.proxy(connectionId, 'users.me');
+      return json(await send('GET', path, token, undefined, 'upstream'));
     },
     async deleteConnection(token, connectionId) {
       await send('DELETE', routes.connection(connectionId), token);
@@ -119,25 +124,42 @@ function isTimeout(error: unknown): boolean {
   return error instanceof DOMException && error.name === 'TimeoutError';
 }
 
-/** Translates a non-2xx answer into a problem; exported for its table test. */
-export async function problemFromResponse(response: Response, now: () => number): Promise<Problem> {
+/**
+ * Who answers a call when the broker adds no error of its own: the broker itself, or (a proxied
+ * call) the license API, whose answer passes through.
+ */
+type AnsweredBy = 'broker' | 'upstream';
+
+/**
+ * Translates a non-2xx answer into a problem; exported for its table test. Only an answer that
+ * carries the broker's error header is the broker's own error: a body that merely looks like one
+ * (a license API's, a proxy's in front of the broker) is classified by status, and through the
+ * proxy it is the license API's `upstream_refused`.
+ */
+export async function problemFromResponse(
+  response: Response,
+  now: () => number,
+  answeredBy: AnsweredBy = 'broker',
+): Promise<Problem> {
   const retryAt = parseRetryAfter(response.headers.get('Retry-After'), now());
   const withRetry = (code: ProblemCode): Problem =>
     retryAt === undefined ? { code } : { code, retryAt };
-  let body: unknown = undefined;
-  try {
-    body = await response.json();
-  } catch {
-    // Not JSON: a proxy's or a server's own error page. Classified by status below.
+  const mark = response.headers.get(BROKER_ERROR_HEADER);
+  if (mark !== null) {
+    const parsed = errorBodySchema.shape.error.safeParse(mark);
+    await response.body?.cancel();
+    return withRetry(parsed.success ? parsed.data : 'unexpected');
   }
-  const parsed = errorBodySchema.safeParse(body);
-  if (parsed.success) return withRetry(parsed.data.error);
+  await response.body?.cancel();
+  if (answeredBy === 'upstream' && response.type !== 'opaqueredirect')
+    return { ...withRetry('upstream_refused'), status: response.status };
   return withRetry(problemCodeForStatus(response.status, response.type));
 }
 
 function problemCodeForStatus(status: number, type: ResponseType): ProblemCode {
   if (type === 'opaqueredirect' || (status >= 300 && status < 400)) return 'unexpected';
-  if (status === 401) return 'invalid_session';
+  // A 401 without the broker's mark is not the broker's word that the session is gone.
+  if (status === 401) return 'unexpected';
   if (status === 404) return 'not_found';
   if (status === 429) return 'rate_limited';
   // Without the broker's JSON body, a gateway error means the broker itself is not there.

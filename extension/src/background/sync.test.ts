@@ -1,4 +1,4 @@
-import { routes } from '@baton/shared';
+import { BROKER_ERROR_HEADER, routes } from '@baton/shared';
 import { fakeBrowser } from 'wxt/testing/fake-browser';
 import { describe, expect, it } from 'vitest';
 import { hostPermissionFor } from '../broker-url.ts';
@@ -159,6 +159,27 @@ describe('view.refresh', () => {
     });
     expect((await h.state.read()).session).toBeNull();
     expect((await h.state.read()).settings.locale).toBe('fr');
+  });
+
+  it("when one licence's API answers 401, even dressed as invalid_session, only its card shows it", async () => {
+    const h = await signedIn();
+    const forged = () =>
+      jsonResponse(401, { error: 'invalid_session', message: 'from the licence API' });
+    h.broker.fail('GET', routes.proxy('conn-b', 'users.me'), forged);
+
+    const view = await h.send['view.refresh'](null);
+
+    expect(view.signedIn).toBe(true);
+    expect(view.notice).toBeNull();
+    expect(view.connections.map((c) => [c.id, c.status, c.user.status])).toEqual([
+      ['conn-a', 'connected', 'loaded'],
+      ['conn-b', 'connected', 'failed'],
+    ]);
+    expect(view.connections[1]?.user).toMatchObject({
+      problem: { code: 'upstream_refused', status: 401 },
+    });
+    expect((await h.state.read()).session).toEqual({ sessionToken: TOKEN, brokerUrl: BROKER });
+    expect(h.broker.requests.some((r) => r.method === 'DELETE')).toBe(false);
   });
 
   it('when the host permission was revoked, asks for it instead of failing on the network', async () => {
@@ -356,10 +377,14 @@ describe('settings', () => {
 });
 
 describe('the broker client', () => {
-  it('reads a JSON error body even on an unexpected status', async () => {
+  it("reads the broker's error mark even on an unexpected status", async () => {
     const h = await signedIn();
     h.broker.fail('GET', routes.connections, () =>
-      jsonResponse(418, { error: 'rate_limited', message: 'slow down' }),
+      jsonResponse(
+        418,
+        { error: 'rate_limited', message: 'slow down' },
+        { [BROKER_ERROR_HEADER]: 'rate_limited' },
+      ),
     );
 
     const view = await h.send['view.refresh'](null);

@@ -1,4 +1,5 @@
 import {
+  BROKER_ERROR_HEADER,
   codeChallengeS256,
   ERROR_STATUS,
   routes,
@@ -43,8 +44,13 @@ export function jsonResponse(status: number, body: unknown, headers: Record<stri
   });
 }
 
+/** An error of the broker's own: its JSON body, and the header that marks it as the broker's. */
 export function errorResponse(code: ErrorCode, headers: Record<string, string> = {}) {
-  return jsonResponse(ERROR_STATUS[code], { error: code, message: `fake ${code}` }, headers);
+  return jsonResponse(
+    ERROR_STATUS[code],
+    { error: code, message: `fake ${code}` },
+    { [BROKER_ERROR_HEADER]: code, ...headers },
+  );
 }
 
 export class FakeBroker {

@@ -24,6 +24,7 @@ export const PROBLEM_MESSAGES = {
   reauthorization_required: 'problemReauthorizationRequired',
   upstream_unavailable: 'problemUpstreamUnavailable',
   rate_limited: 'problemRateLimited',
+  upstream_refused: 'problemUpstreamRefused',
   unexpected: 'problemUnexpected',
 } as const satisfies Record<ProblemCode, MessageKey>;
 
