@@ -19,7 +19,8 @@ import { BrokerError } from './errors.ts';
 import { noEvents, type EventSink } from './events.ts';
 import { metricsHandler, type Metrics } from './metrics.ts';
 import { createProvider } from './provider.ts';
-import { createConnectionLoader } from './routes/access.ts';
+import { clientAddress, type TrustProxy } from './limits.ts';
+import { createConnectionLoader, createSessionGate } from './routes/access.ts';
 import { apiRouter } from './routes/api.ts';
 import { authRouter, FLOW_TTL_MS } from './routes/auth.ts';
 import { proxyRoute } from './routes/proxy-route.ts';
@@ -228,7 +229,26 @@ export function createApp(deps: AppDeps): BrokerApp {
   app.use(authRouter({ config, store, sealer, provider, now, log }));
   app.post('/session', limiter('session', 30));
   const loadConnection = createConnectionLoader({ config, connections, log });
-  app.use(apiRouter({ store, sealer, sessions, connections, loadConnection, now, log, events }));
+  const requireSid = createSessionGate({
+    sessions,
+    now,
+    addressOf: clientAddress(app.get('trust proxy fn') as TrustProxy),
+    failuresPerMinute: config.sessionFailureLimit,
+    callsPerMinute: config.sessionRateLimit,
+  });
+  app.use(
+    apiRouter({
+      store,
+      sealer,
+      sessions,
+      connections,
+      loadConnection,
+      requireSid,
+      now,
+      log,
+      events,
+    }),
+  );
 
   app.use((_req, _res, next) => {
     next(new BrokerError('not_found', 'No such route.'));
@@ -263,7 +283,7 @@ export function createApp(deps: AppDeps): BrokerApp {
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => fail(res, error));
 
   const proxy = proxyRoute({
-    sessions,
+    requireSid,
     loadConnection,
     tokens,
     dispatcher: deps.dispatcher,

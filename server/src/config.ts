@@ -47,6 +47,10 @@ export interface Config {
   shutdownDelayMs: number;
   /** Bound on draining requests and refreshes at shutdown (SHUTDOWN_TIMEOUT_MS, default 10 s). */
   shutdownTimeoutMs: number;
+  /** Failed session checks one address may make per minute, per instance (SESSION_FAILURE_LIMIT). */
+  sessionFailureLimit: number;
+  /** Calls one session may make per minute, per instance (SESSION_RATE_LIMIT; 0: no limit). */
+  sessionRateLimit: number;
   /** Bearer token for GET /metrics on the main port (METRICS_TOKEN). */
   metricsToken: string | undefined;
   /** A separate port serving only /metrics (METRICS_PORT). */
@@ -108,6 +112,8 @@ const schema = z.object({
   REFRESH_LEASE_MS: z.coerce.number().int().min(200).max(600_000).optional(),
   SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(300_000).default(0),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+  SESSION_FAILURE_LIMIT: z.coerce.number().int().min(1).max(100_000).default(30),
+  SESSION_RATE_LIMIT: z.coerce.number().int().min(0).max(10_000_000).default(600),
   METRICS_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   EVENTS_WEBHOOK_URL: httpUrl.optional(),
@@ -269,6 +275,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     refreshLeaseMs,
     shutdownDelayMs: values.SHUTDOWN_DELAY_MS,
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,
+    sessionFailureLimit: values.SESSION_FAILURE_LIMIT,
+    sessionRateLimit: values.SESSION_RATE_LIMIT,
     metricsToken: values.METRICS_TOKEN,
     metricsPort: values.METRICS_PORT,
     eventsWebhook:

@@ -99,6 +99,8 @@ export class BenchStack {
             REDIS_URL: stack.redis.url,
             LOG_LEVEL: 'info',
             TRUST_PROXY: '1',
+            // The per-session limit stays on the hot path, set too high to refuse a bench call.
+            SESSION_RATE_LIMIT: '10000000',
             PORT: String(port),
             HOST: '127.0.0.1',
             ...(index === 0 ? { BENCH_ELD_FILE: stack.eldFile } : {}),

@@ -17,7 +17,7 @@ import { BrokerError, invalidRequest, notFound } from '../errors.ts';
 import { keys } from '../keys.ts';
 import type { Sessions } from '../sessions.ts';
 import type { Store } from '../store/types.ts';
-import { bearer, requireSid, type ConnectionLoader } from './access.ts';
+import { bearer, type ConnectionLoader, type RequireSid } from './access.ts';
 import { handoffAad, HANDOFF_TTL_MS, type HandoffPayload } from './auth.ts';
 import type { EventSink } from '../events.ts';
 
@@ -27,13 +27,14 @@ export interface ApiDeps {
   sessions: Sessions;
   connections: ConnectionRepository;
   loadConnection: ConnectionLoader;
+  requireSid: RequireSid;
   now: () => number;
   log: Logger;
   events: EventSink;
 }
 
 export function apiRouter(deps: ApiDeps): Router {
-  const { store, sealer, sessions, connections, loadConnection, now, log } = deps;
+  const { store, sealer, sessions, connections, loadConnection, requireSid, now, log } = deps;
   const router = Router();
 
   router.use(['/session', '/connections'], (_req, res, next) => {
@@ -43,7 +44,7 @@ export function apiRouter(deps: ApiDeps): Router {
 
   /** The caller's session id (in res.locals), or 401 invalid_session. */
   async function requireSession(req: Request, res: Response, next: NextFunction): Promise<void> {
-    res.locals.sid = await requireSid(sessions, req.headers);
+    res.locals.sid = await requireSid(req);
     next();
   }
   const sidOf = (res: Response): string => res.locals.sid as string;

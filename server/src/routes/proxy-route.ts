@@ -6,12 +6,11 @@ import type { Dispatcher } from 'undici';
 import type { Track } from '../access-log.ts';
 import { BrokerError } from '../errors.ts';
 import { createProxy } from '../proxy.ts';
-import type { Sessions } from '../sessions.ts';
 import type { TokenService } from '../tokens.ts';
-import { requireSid, type ConnectionLoader } from './access.ts';
+import type { ConnectionLoader, RequireSid } from './access.ts';
 
 export interface ProxyRouteDeps {
-  sessions: Sessions;
+  requireSid: RequireSid;
   loadConnection: ConnectionLoader;
   tokens: TokenService;
   dispatcher: Dispatcher;
@@ -37,7 +36,7 @@ const PROXY_PATH = /^\/connections\/([^/?]+)\/api\//;
  * order: the method, the session, the body, the connection, then the upstream call.
  */
 export function proxyRoute(deps: ProxyRouteDeps) {
-  const { sessions, loadConnection, tokens, track, prepare, fail } = deps;
+  const { requireSid, loadConnection, tokens, track, prepare, fail } = deps;
   const proxy = createProxy({ dispatcher: deps.dispatcher, log: deps.log });
   const raw = express.raw({ type: () => true, limit: '1mb' });
 
@@ -69,7 +68,7 @@ export function proxyRoute(deps: ProxyRouteDeps) {
         const method = req.method ?? '';
         if (!(PROXY_METHODS as readonly string[]).includes(method))
           throw new BrokerError('invalid_request', `The method ${method} is not proxied.`);
-        const sid = await requireSid(sessions, req.headers);
+        const sid = await requireSid(req);
         const body = await readBody(req, res);
         const loaded = await loadConnection(sid, decodeId(rawId));
         await proxy.forward(req, body, res, loaded, {
