@@ -1,6 +1,7 @@
 import { createConnectionRepository, type ConnectionRecord } from './connections.ts';
 import { createSealer, MissingKeyError, type Keyring } from './crypto.ts';
 import { keys } from './keys.ts';
+import { createSessions } from './sessions.ts';
 import { createRedisStore } from './store/redis.ts';
 import type { Redis } from './store/topology.ts';
 
@@ -12,7 +13,10 @@ const SESSION_KEY = /^baton:\{([^}]+)\}:session$/;
 export function createAdmin(redis: Redis, keyring: Keyring) {
   const store = createRedisStore(redis);
   const sealer = createSealer(keyring);
-  const connections = createConnectionRepository(store, sealer);
+  // Re-sealed records keep to their session's lifetime (the sessions' own clock is Redis's).
+  const connections = createConnectionRepository(store, sealer, {
+    sessions: createSessions(store, Date.now),
+  });
 
   /** SCAN walks one node's keyspace: a Cluster's keys are spread over its masters. */
   async function* scan(match: string): AsyncGenerator<string> {

@@ -77,10 +77,11 @@ export function createApp(deps: AppDeps): BrokerApp {
     now,
     timeoutMs: tokenTimeoutMs,
   });
+  const sessions = createSessions(store, now, config.sessionLifetime);
   const connections = createConnectionRepository(store, sealer, {
     openedEntries: config.redisCacheEntries,
+    sessions,
   });
-  const sessions = createSessions(store, now);
   const events = deps.events ?? noEvents;
   const tokens = createTokenService({
     store,

@@ -2,6 +2,7 @@ import { DEV_EXTENSION_REDIRECT_URLS } from '@baton/shared';
 import { z } from 'zod';
 import { parseAllowlist, type Allowlist } from './allowlist.ts';
 import { parseKeyring, type Keyring } from './crypto.ts';
+import type { SessionLifetime } from './sessions.ts';
 import { parseClusterNodes, parseSentinel, type RedisTopology } from './store/topology.ts';
 
 /** Everything the broker reads from its environment, parsed once at start-up. */
@@ -47,6 +48,8 @@ export interface Config {
   shutdownDelayMs: number;
   /** Bound on draining requests and refreshes at shutdown (SHUTDOWN_TIMEOUT_MS, default 10 s). */
   shutdownTimeoutMs: number;
+  /** SESSION_IDLE_TIMEOUT (seconds, default 30 days) and SESSION_MAX_AGE (seconds, optional). */
+  sessionLifetime: SessionLifetime;
   /** Failed session checks one address may make per minute, per instance (SESSION_FAILURE_LIMIT). */
   sessionFailureLimit: number;
   /** Calls one session may make per minute, per instance (SESSION_RATE_LIMIT; 0: no limit). */
@@ -112,6 +115,18 @@ const schema = z.object({
   REFRESH_LEASE_MS: z.coerce.number().int().min(200).max(600_000).optional(),
   SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(300_000).default(0),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+  SESSION_IDLE_TIMEOUT: z.coerce
+    .number()
+    .int()
+    .min(3600, 'must be at least 3600 (an hour: use renews a session once an hour)')
+    .max(365 * 24 * 3600)
+    .default(30 * 24 * 3600),
+  SESSION_MAX_AGE: z.coerce
+    .number()
+    .int()
+    .min(3600)
+    .max(10 * 365 * 24 * 3600)
+    .optional(),
   SESSION_FAILURE_LIMIT: z.coerce.number().int().min(1).max(100_000).default(30),
   SESSION_RATE_LIMIT: z.coerce.number().int().min(0).max(10_000_000).default(600),
   METRICS_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
@@ -275,6 +290,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     refreshLeaseMs,
     shutdownDelayMs: values.SHUTDOWN_DELAY_MS,
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,
+    sessionLifetime: {
+      idleMs: values.SESSION_IDLE_TIMEOUT * 1000,
+      maxAgeMs: values.SESSION_MAX_AGE === undefined ? undefined : values.SESSION_MAX_AGE * 1000,
+    },
     sessionFailureLimit: values.SESSION_FAILURE_LIMIT,
     sessionRateLimit: values.SESSION_RATE_LIMIT,
     metricsToken: values.METRICS_TOKEN,

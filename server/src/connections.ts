@@ -1,6 +1,8 @@
 import type { Connection, DisconnectedReason } from '@baton/shared';
 import type { Sealer } from './crypto.ts';
+import { invalidSession } from './errors.ts';
 import { keys } from './keys.ts';
+import { DEFAULT_SESSION_LIFETIME, type Sessions } from './sessions.ts';
 import type { TokenSet } from './provider.ts';
 import type { Store } from './store/types.ts';
 
@@ -24,21 +26,24 @@ export interface LoadedConnection {
   version: number;
 }
 
-/** How long an idle session and its connections are kept; every write renews it. */
-export const SESSION_TTL_MS = 30 * 24 * 3600 * 1000;
-
 /**
  * Connection records, sealed with the connection's own key as additional data. The last
  * `openedEntries` records opened are kept, frozen, beside the sealed blob they came from: reading
  * the same blob again (every proxied call between two refreshes) skips the AES-GCM open and the
  * JSON parse. A changed blob is opened afresh, so this never decides what is current: the store
  * does.
+ *
+ * A record lives exactly as long as its session has left (`sessions.remainingMs`), and is not
+ * written at all once the session is gone: no record outlives its session.
  */
 export function createConnectionRepository(
   store: Store,
   sealer: Sealer,
-  { openedEntries = 10_000 }: { openedEntries?: number } = {},
+  options: { openedEntries?: number; sessions?: Pick<Sessions, 'remainingMs'> } = {},
 ) {
+  const { openedEntries = 10_000 } = options;
+  // Without sessions (unit tests, tools that seal records of their own), a fixed lifetime.
+  const sessions = options.sessions ?? { remainingMs: async () => DEFAULT_SESSION_LIFETIME.idleMs };
   const aad = (sid: string, id: string) => `connection:${sid}:${id}`;
   const opened = new Map<string, { blob: string; record: ConnectionRecord }>();
 
@@ -65,17 +70,19 @@ export function createConnectionRepository(
 
   /** Compare-and-set over `version` (0: a new record). False when someone wrote first. */
   async function save(sid: string, record: ConnectionRecord, version: number): Promise<boolean> {
+    const ttlMs = await sessions.remainingMs(sid);
+    if (ttlMs === null) throw invalidSession();
     const sealed = sealer.seal(JSON.stringify(record), aad(sid, record.id));
     const written = await store.setVersioned(
       keys.connection(sid, record.id),
       version,
       sealed,
-      SESSION_TTL_MS,
+      ttlMs,
     );
     if (written) {
-      await store.setAdd(keys.connectionIds(sid), record.id, SESSION_TTL_MS);
+      await store.setAdd(keys.connectionIds(sid), record.id, ttlMs);
       const at = member(sid, record.id);
-      await store.indexPut(keys.connectionIndex(record.status), at, SESSION_TTL_MS);
+      await store.indexPut(keys.connectionIndex(record.status), at, ttlMs);
       await store.indexRemove(keys.connectionIndex(OTHER[record.status]), at);
     }
     return written;

@@ -13,7 +13,7 @@ import {
   type LoadedConnection,
 } from '../connections.ts';
 import { hashToken, randomToken, safeEqual, type Sealer } from '../crypto.ts';
-import { BrokerError, invalidRequest, notFound } from '../errors.ts';
+import { BrokerError, invalidRequest, invalidSession, notFound } from '../errors.ts';
 import { keys } from '../keys.ts';
 import type { Sessions } from '../sessions.ts';
 import type { Store } from '../store/types.ts';
@@ -71,7 +71,12 @@ export function apiRouter(deps: ApiDeps): Router {
         : await sessions.create();
 
     const record = await upsertConnection(sid, payload);
-    await sessions.touch(sid);
+    // A sign-out that ran meanwhile may have listed the connections before this one was written:
+    // then it is this call's to remove (the sign-out deletes the session first, so this sees it).
+    if (!(await sessions.exists(sid))) {
+      await connections.remove(sid, record.id);
+      throw invalidSession();
+    }
     log.info({ connection: record.id, joined: joined !== null }, 'connection created');
     const response: SessionCreateResponse = {
       session_token: token,
@@ -110,9 +115,10 @@ export function apiRouter(deps: ApiDeps): Router {
 
   router.delete('/session', requireSession, async (_req, res) => {
     const sid = sidOf(res);
+    // The session first: from then on nothing new is written under it (see POST /session).
+    await sessions.destroy(sid);
     for (const id of await connections.ids(sid)) await connections.remove(sid, id);
     await store.del(keys.connectionIds(sid));
-    await sessions.destroy(sid);
     res.status(204).end();
   });
 

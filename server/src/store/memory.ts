@@ -54,6 +54,10 @@ export function createMemoryStore(now: () => number = Date.now): Store {
     async del(...keys) {
       for (const key of keys) entries.delete(key);
     },
+    async expire(key, ttlMs) {
+      const entry = live(key);
+      if (entry) entry.expiresAt = now() + ttlMs;
+    },
     async deleteIfEquals(key, value) {
       if (stringAt(key) !== value) return false;
       entries.delete(key);

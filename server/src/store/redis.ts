@@ -241,6 +241,10 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
       await guard(() => Promise.all(keys.map((key) => client.del(key))));
       await Promise.all(keys.map(replicated));
     },
+    expire: async (key, ttlMs) => {
+      await guard(() => client.pExpire(key, ttlMs));
+      await replicated(key);
+    },
     deleteIfEquals: async (key, value) => (await script(DELETE_IF_EQUALS, [key], [value])) === 1,
     getVersioned: (key, options = {}) =>
       tracked(key, options, async () => {

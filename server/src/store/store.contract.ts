@@ -37,6 +37,26 @@ export function storeContract(
       expect(await store.indexCount(key('none'))).toBe(0);
     });
 
+    it('sets a time to live anew, on any kind of key, and ignores an absent one', async () => {
+      const { store, advance } = setup();
+      const [plain, versioned, set] = [key('plain'), key('versioned'), key('set')];
+      await store.set(plain, 'one', 50);
+      await store.setVersioned(versioned, 0, 'v', 50);
+      await store.setAdd(set, 'm', 50);
+      for (const k of [plain, versioned, set]) await store.expire(k, 10_000);
+      await store.expire(key('absent'), 10_000);
+      await advance(60);
+      expect(await store.get(plain)).toBe('one');
+      expect((await store.getVersioned(versioned))?.value).toBe('v');
+      expect(await store.setMembers(set)).toEqual(['m']);
+      expect(await store.get(key('absent'))).toBeNull();
+      for (const k of [plain, versioned, set]) await store.expire(k, 20);
+      await advance(30);
+      expect(await store.get(plain)).toBeNull();
+      expect(await store.getVersioned(versioned)).toBeNull();
+      expect(await store.setMembers(set)).toEqual([]);
+    });
+
     it('creates a key only when it is absent', async () => {
       const { store } = setup();
       const k = key('nx');

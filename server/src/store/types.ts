@@ -14,6 +14,8 @@ export interface Store {
   /** Read and delete in one step (GETDEL): of concurrent callers, exactly one gets the value. */
   take(key: string): Promise<string | null>;
   del(...keys: string[]): Promise<void>;
+  /** A key's time to live set anew (PEXPIRE); nothing when it is absent. */
+  expire(key: string, ttlMs: number): Promise<void>;
   /** Delete only while the key still holds `value` (a lock released by its owner only). */
   deleteIfEquals(key: string, value: string): Promise<boolean>;
   /**
