@@ -31,6 +31,9 @@ describe('checkProxyPath', () => {
     ['raw non-ASCII', 'caf\u00e9'],
     ['malformed encoding', '%E0%A4%A'],
     ['64 KB', 'a'.repeat(65_536)],
+    ['a dot-dot with a path parameter (Tomcat, Spring)', 'echo/..;/..;/other'],
+    ['a dot with a path parameter', 'users/.;x/me'],
+    ['an encoded semicolon after dot-dot', 'echo/..%3b/other'],
   ])('refuses %s', (_name, path) => {
     expect(checkProxyPath(path)).toBeUndefined();
   });

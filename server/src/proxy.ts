@@ -47,8 +47,12 @@ export function checkProxyPath(raw: string): string | undefined {
   if (decoded.normalize('NFKC') !== decoded) return undefined;
   const segments = decoded.split('/');
   const last = segments.length - 1;
-  const unsafe = (segment: string, index: number) =>
-    (segment === '' && index !== last) || segment === '.' || segment === '..';
+  // Servlet containers (Tomcat, Spring) drop a `;parameter` from a segment before resolving it,
+  // so `..;x` climbs as `..` does.
+  const unsafe = (segment: string, index: number) => {
+    const name = segment.split(';', 1)[0];
+    return (segment === '' && index !== last) || name === '.' || name === '..';
+  };
   if (segments.some(unsafe) || (segments[0] ?? '').includes(':')) return undefined;
   return raw;
 }
