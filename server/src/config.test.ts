@@ -210,4 +210,45 @@ describe('loadConfig: operations settings', () => {
       }),
     ).toEqual(['EVENTS_WEBHOOK_URL must be https in production']);
   });
+
+  describe('refuses what would quietly weaken a deployment', () => {
+    it('a partial set of secrets outside production, naming what is missing', () => {
+      const found = problems({ CLIENT_SECRET: 'a-real-secret' });
+      expect(found).toEqual([
+        expect.stringMatching(/^SESSION_SECRET is required once CLIENT_SECRET is set/),
+        expect.stringMatching(/^TOKEN_ENCRYPTION_KEYS is required once CLIENT_SECRET is set/),
+      ]);
+      expect(problems({})).toEqual([]);
+      expect(
+        problems({
+          CLIENT_SECRET: 'a-real-secret',
+          SESSION_SECRET: 'y'.repeat(32),
+          TOKEN_ENCRYPTION_KEYS: `k1:${key(1)}`,
+        }),
+      ).toEqual([]);
+    });
+
+    it('TRUST_PROXY=true in production, while a hop count or addresses pass', () => {
+      expect(problems({ ...production, TRUST_PROXY: 'true' })).toEqual([
+        expect.stringMatching(/^TRUST_PROXY=true trusts any client/),
+      ]);
+      expect(problems({ ...production, TRUST_PROXY: '1' })).toEqual([]);
+      expect(problems({ ...production, TRUST_PROXY: '10.0.0.0/8' })).toEqual([]);
+    });
+
+    it('an open metrics port in production, unless on loopback or behind a token', () => {
+      expect(problems({ ...production, HOST: '0.0.0.0', METRICS_PORT: '9464' })).toEqual([
+        expect.stringMatching(/^METRICS_PORT would serve \/metrics to anyone/),
+      ]);
+      expect(problems({ ...production, METRICS_PORT: '9464' })).toEqual([]);
+      expect(
+        problems({
+          ...production,
+          HOST: '0.0.0.0',
+          METRICS_PORT: '9464',
+          METRICS_TOKEN: 'm'.repeat(32),
+        }),
+      ).toEqual([]);
+    });
+  });
 });

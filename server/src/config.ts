@@ -158,6 +158,11 @@ const REQUIRED_IN_PRODUCTION = [
 
 const REDIS_LOCATIONS = ['REDIS_URL', 'REDIS_SENTINEL', 'REDIS_CLUSTER_NODES'] as const;
 
+/** The development fallbacks of these are public: all three fall back together, or none does. */
+const SECRETS = ['CLIENT_SECRET', 'SESSION_SECRET', 'TOKEN_ENCRYPTION_KEYS'] as const;
+
+const LOOPBACK = /^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|localhost)$/;
+
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const production = env.NODE_ENV === 'production';
   const problems: string[] = [];
@@ -174,6 +179,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         'REDIS_URL, REDIS_SENTINEL or REDIS_CLUSTER_NODES is required when NODE_ENV=production (the embedded store loses everything on restart and is not shared between instances)',
       );
   } else {
+    const given = SECRETS.filter((name) => input[name] !== undefined);
+    if (given.length > 0 && given.length < SECRETS.length)
+      for (const name of SECRETS.filter((secret) => input[secret] === undefined))
+        problems.push(
+          `${name} is required once ${given.join(' or ')} is set: the development fallbacks are public, and are used only when no secret is set`,
+        );
     const port = input.PORT ?? '8787';
     const fallbacks: Record<string, string> = {
       ...DEV,
@@ -229,6 +240,19 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     if (apiUrlAllowlist?.some((entry) => entry.scheme !== 'https'))
       problems.push('API_URL_ALLOWLIST entries must be https in production');
   }
+  if (production && values.TRUST_PROXY === 'true')
+    problems.push(
+      'TRUST_PROXY=true trusts any client to set X-Forwarded-For past the rate limits: give the number of proxies in front (1) or their addresses',
+    );
+  if (
+    production &&
+    values.METRICS_PORT !== undefined &&
+    values.METRICS_TOKEN === undefined &&
+    !LOOPBACK.test(values.HOST)
+  )
+    problems.push(
+      `METRICS_PORT would serve /metrics to anyone who reaches ${values.HOST}: set METRICS_TOKEN, or bind HOST to loopback`,
+    );
   if ((values.EVENTS_WEBHOOK_URL === undefined) !== (values.EVENTS_WEBHOOK_SECRET === undefined))
     problems.push('EVENTS_WEBHOOK_URL and EVENTS_WEBHOOK_SECRET go together: set both or neither');
   if (production && values.EVENTS_WEBHOOK_URL?.startsWith('http:'))
