@@ -23,7 +23,13 @@ afterEach(async () => {
 describe('a broker whose keyring lacks the key a stored record was sealed under', () => {
   it('answers server_error for that record, says it is not ready, and changes nothing', async () => {
     const stores = storeDeps(undefined);
-    const config = loadConfig({ TOKEN_ENCRYPTION_KEYS: B, LOG_LEVEL: 'silent' });
+    // The secrets are given together: a partial set is refused outside production too.
+    const config = loadConfig({
+      CLIENT_SECRET: 'app-test-client-secret',
+      SESSION_SECRET: 'app-test-session-secret-0123456789abcdef',
+      TOKEN_ENCRYPTION_KEYS: B,
+      LOG_LEVEL: 'silent',
+    });
     const dispatcher = new Agent();
     const { app } = createApp({ config, ...stores, dispatcher, log: pino({ level: 'silent' }) });
     const server = createServer(app).listen(0, '127.0.0.1');
