@@ -42,17 +42,19 @@ export interface ClusterNode {
 }
 
 /**
- * A real Redis Cluster of masters only (no replicas), each node a redis-server on its own free
- * loopback port and temp dir, with `appendonly yes`. For testing code that must work against a
- * cluster: keys spread over slots on several nodes, MOVED redirects, multi-key commands that need
- * a hash tag.
+ * A real Redis Cluster, each node a redis-server on its own free loopback port and temp dir, with
+ * `appendonly yes`: masters only by default, or with `replicas` per master (which the cluster
+ * promotes when a master stops answering for --cluster-node-timeout). For testing code that must
+ * work against a cluster: keys spread over slots on several nodes, MOVED redirects, multi-key
+ * commands that need a hash tag, failovers.
  */
 export class RedisCluster {
   readonly nodes: ClusterNode[];
   readonly servers: readonly RedisServer[];
 
-  private constructor(servers: RedisServer[]) {
+  private constructor(servers: RedisServer[], replicas: number) {
     this.servers = servers;
+    this.#replicas = replicas;
     this.nodes = servers.map((server) => ({
       host: '127.0.0.1',
       port: server.port,
@@ -60,13 +62,16 @@ export class RedisCluster {
     }));
   }
 
-  static async start(options: { masters?: number } = {}): Promise<RedisCluster> {
+  readonly #replicas: number;
+
+  static async start(options: { masters?: number; replicas?: number } = {}): Promise<RedisCluster> {
     const masters = options.masters ?? 3;
+    const replicas = options.replicas ?? 0;
     if (masters < 3) throw new Error('redis-cli --cluster create needs at least 3 masters');
     const servers: RedisServer[] = [];
     try {
-      for (let i = 0; i < masters; i++) servers.push(await startNode());
-      const cluster = new RedisCluster(servers);
+      for (let i = 0; i < masters * (1 + replicas); i++) servers.push(await startNode());
+      const cluster = new RedisCluster(servers, replicas);
       await cluster.#create();
       return cluster;
     } catch (error) {
@@ -98,7 +103,14 @@ export class RedisCluster {
     try {
       await run(
         'redis-cli',
-        ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'],
+        [
+          '--cluster',
+          'create',
+          ...addresses,
+          '--cluster-replicas',
+          String(this.#replicas),
+          '--cluster-yes',
+        ],
         { timeout: 30_000 },
       );
     } catch (error) {
@@ -125,6 +137,48 @@ export class RedisCluster {
       { deadlineMs: 20_000, what: 'every cluster node to report cluster_state:ok with all slots' },
       () => this.#explain(),
     );
+    if (this.#replicas === 0) return;
+    // A replica can take over only once it has synced with its master.
+    await untilOrExplain(
+      async () => {
+        const roles = await Promise.all(
+          this.nodes.map((node) => redisCli(node.port, 'info', 'replication')),
+        );
+        const replicas = roles.filter((info) => info.includes('role:slave'));
+        return (
+          replicas.length === this.nodes.length - this.nodes.length / (1 + this.#replicas) &&
+          replicas.every((info) => info.includes('master_link_status:up'))
+        );
+      },
+      { deadlineMs: 30_000, what: 'every replica to be in sync with its master' },
+      () => this.#explain(),
+    );
+  }
+
+  /** The node that serves `key`'s slot as master now, as a node other than `avoid` sees it. */
+  async masterOf(key: string, avoid?: RedisServer): Promise<RedisServer> {
+    const asked = this.nodes.find((node) => node.port !== avoid?.port) ?? this.nodes[0]!;
+    const slot = Number((await redisCli(asked.port, 'cluster', 'keyslot', key)).trim());
+    const port = masterPorts(await redisCli(asked.port, 'cluster', 'nodes')).find(({ ranges }) =>
+      ranges.some(([from, to]) => slot >= from && slot <= to),
+    )?.port;
+    const server = this.servers.find((candidate) => candidate.port === port);
+    if (!server) throw new Error(`no master serves slot ${slot}`);
+    return server;
+  }
+
+  /** Resolves once a node other than `old` serves `key`'s slot as master (a failover). */
+  async failedOver(key: string, old: RedisServer, deadlineMs = 30_000): Promise<RedisServer> {
+    let promoted: RedisServer | undefined;
+    await untilOrExplain(
+      async () => {
+        promoted = await this.masterOf(key, old);
+        return promoted.port !== old.port;
+      },
+      { deadlineMs, what: `a replica of :${old.port} to be promoted` },
+      () => this.#explain(),
+    );
+    return promoted!;
   }
 
   #explain(): string {
@@ -160,4 +214,21 @@ async function startNode(attempts = 3): Promise<RedisServer> {
       if (attempt >= attempts) throw error;
     }
   }
+}
+
+/** The masters of `CLUSTER NODES` output: their ports and the slot ranges they serve. */
+function masterPorts(nodes: string): { port: number; ranges: [number, number][] }[] {
+  return nodes
+    .split('\n')
+    .map((line) => line.trim().split(' '))
+    .filter((fields) => (fields[2] ?? '').split(',').includes('master'))
+    .filter((fields) => !(fields[2] ?? '').includes('fail'))
+    .map((fields) => ({
+      port: Number(/:(\d+)@/.exec(fields[1] ?? '')?.[1]),
+      ranges: fields.slice(8).flatMap((range): [number, number][] => {
+        if (range.startsWith('[')) return [];
+        const [from, to = from] = range.split('-').map(Number) as [number, number?];
+        return [[from, to]];
+      }),
+    }));
 }

@@ -162,7 +162,8 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
   const { client } = redis;
   const { onError = () => {}, waitReplicas = 0, waitTimeoutMs = 250 } = options;
   const clock = options.clock ?? (() => performance.now());
-  let answeredAt = -Infinity;
+  /** When each master last answered a PING (by address; '' where one master holds every key). */
+  const answeredAt = new Map<string, number>();
   const guard = async <T>(operation: () => Promise<T>): Promise<T> => {
     try {
       return await bounded(operation());
@@ -171,14 +172,29 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
       throw new StoreUnavailableError('Redis did not answer', { cause });
     }
   };
-  // A PING is never answered from the cache: only Redis itself keeps the copies trusted.
-  const heartbeat = setInterval(() => {
-    guard(() => client.ping()).then(
-      () => (answeredAt = clock()),
-      () => {},
-    );
-  }, HEARTBEAT_MS).unref();
   const answers = trackedAnswers(client);
+  /**
+   * A PING is never answered from the cache: only Redis itself keeps the copies trusted. Every
+   * master is asked, and vouches only for its own keys: on a Cluster, one healthy node must not
+   * keep cached answers alive for keys whose master stopped answering (a revocation written
+   * elsewhere after a failover would never reach this process's copies).
+   */
+  const heartbeat = setInterval(() => {
+    void redis
+      .pingMasters((command) => bounded(command))
+      .then((pinged) => {
+        const at = clock();
+        for (const { address, answered } of pinged) if (answered) answeredAt.set(address, at);
+        // A master that went silent may come back still thinking itself master after a failover:
+        // nothing it vouched for before may be trusted again on its word, so every kept answer goes.
+        if (pinged.some(({ answered }) => !answered)) {
+          onError();
+          answers?.forget(null);
+        }
+      });
+  }, HEARTBEAT_MS).unref();
+  const vouched = (key: string): boolean =>
+    clock() - (answeredAt.get(redis.nodeOf(key)) ?? -Infinity) < LIVENESS_MS;
   /**
    * A tracked read: the kept answer while Redis vouches for this process (its invalidations still
    * arrive), else Redis's own, kept for next time. Absent keys are not kept: a caller trying
@@ -189,8 +205,7 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     options: { cached?: boolean },
     read: () => Promise<T | null>,
   ): Promise<T | null> => {
-    if (!answers || options.cached !== true || clock() - answeredAt >= LIVENESS_MS)
-      return guard(read);
+    if (!answers || options.cached !== true || !vouched(key)) return guard(read);
     const kept = answers.recall(key);
     if (kept !== undefined) return kept as T;
     const epoch = answers.epoch;

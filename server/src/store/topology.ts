@@ -1,3 +1,4 @@
+import calculateSlot from 'cluster-key-slot';
 import {
   createClusterClient,
   createRedisClient,
@@ -35,6 +36,19 @@ export interface RedisOptions {
   cacheEntries: number;
 }
 
+/** Whether one master answered a PING in time. */
+export interface Pinged {
+  address: string;
+  answered: boolean;
+}
+
+/** A PING to one master, bounded, as a Pinged. */
+const ping = (address: string, command: () => Promise<unknown>): Promise<Pinged> =>
+  command().then(
+    () => ({ address, answered: true }),
+    () => ({ address, answered: false }),
+  );
+
 /** A raw command sent to one node. */
 export type Send = (args: string[]) => Promise<unknown>;
 
@@ -46,6 +60,13 @@ export interface Redis {
   sendCommand(key: string | undefined, args: string[]): Promise<unknown>;
   /** One sender per master, for what acts on one node's keyspace: CONFIG GET, SCAN. */
   masters(): Promise<Send[]>;
+  /**
+   * The master that holds `key`, by address (Cluster: the one serving its slot now), or '' where
+   * one master holds every key. What vouches for a cached answer is that this node answers.
+   */
+  nodeOf(key: string): string;
+  /** A PING to every master, each bounded: which answered, by address. */
+  pingMasters(bound: <T>(command: Promise<T>) => Promise<T>): Promise<Pinged[]>;
 }
 
 /** `master-name@host:port,host:port,…`: the master's name and the sentinels to ask for it. */
@@ -99,6 +120,8 @@ export function createRedis(topology: RedisTopology, options: RedisOptions): Red
         client,
         sendCommand: (_key, args) => client.sendCommand(false, args),
         masters: async () => [(args) => client.sendCommand(false, args)],
+        nodeOf: () => '',
+        pingMasters: async (bound) => [await ping('', () => bound(client.ping()))],
       };
     }
     case 'cluster': {
@@ -114,6 +137,15 @@ export function createRedis(topology: RedisTopology, options: RedisOptions): Red
               return (args: string[]) => node.sendCommand(args);
             }),
           ),
+        nodeOf: (key) => client.slots[calculateSlot(key)]?.master.address ?? '',
+        pingMasters: (bound) =>
+          Promise.all(
+            client.masters.map((master) =>
+              ping(master.address, () =>
+                bound(client.nodeClient(master).then((node) => node.ping())),
+              ),
+            ),
+          ),
       };
     }
   }
@@ -127,5 +159,7 @@ export function standalone(client: ReturnType<typeof createRedisClient>): Redis 
     client,
     sendCommand: (_key, args) => send(args),
     masters: async () => [send],
+    nodeOf: () => '',
+    pingMasters: async (bound) => [await ping('', () => bound(client.ping()))],
   };
 }

@@ -1,0 +1,79 @@
+import { routes } from '@baton/shared';
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { expect, it } from 'vitest';
+import { callApi, connectVia } from '../support/client.ts';
+import { RedisCluster } from '../support/redis-cluster.ts';
+import { until } from '../support/wait.ts';
+import { useTopologyWorld } from './world.ts';
+
+const ADMIN = fileURLToPath(new URL('../../server/src/admin.ts', import.meta.url));
+/** What docs/operations.md promises: the heartbeat's liveness window plus one command's bound. */
+const BOUND_MS = 1000 + 1000;
+
+const world = useTopologyWorld(async () => {
+  const cluster = await RedisCluster.start({ masters: 3, replicas: 1 });
+  return { cluster, env: { REDIS_CLUSTER_NODES: cluster.rootNodes }, stop: () => cluster.stop() };
+});
+
+it("a session revoked while its slot's master hangs is refused on every broker within the bound", async () => {
+  const { cluster } = world.redis;
+  const client = world.client();
+  world.control.setConsent({ mode: 'approve', licenseId: 'lic-1001' });
+  const session = await connectVia(client);
+  const sid = createHash('sha256').update(session.token).digest('base64url');
+  const statuses = async () =>
+    Promise.all(
+      [0, 1, 2].map(async (via) => {
+        const response = await callApi(client, via, session).catch(() => undefined);
+        await response?.arrayBuffer();
+        return response?.status ?? 0;
+      }),
+    );
+  try {
+    // Every broker holds the session and its record in its cache.
+    expect(await statuses()).toEqual([200, 200, 200]);
+
+    const master = await cluster.masterOf(`baton:{${sid}}:session`);
+    master.pause();
+    const paused = performance.now();
+    const signOut = await client.fetch(routes.session, {
+      via: 0,
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${session.token}` },
+    });
+    expect(signOut.status).toBe(503);
+
+    // Within the bound, no broker answers from its copy any more: 401 or 503, never 200.
+    await until(async () => !(await statuses()).includes(200), {
+      deadlineMs: 10_000,
+      what: 'every broker to stop answering from its copy',
+      intervalMs: 50,
+    });
+    // Slack for a loaded 2-core machine: the bound is a heartbeat's, on the real clock.
+    expect(performance.now() - paused).toBeLessThan(BOUND_MS + 1500);
+
+    // The replica takes over, and an operator revokes the session there.
+    await cluster.failedOver(`baton:{${sid}}:session`, master);
+    const { stdout } = await promisify(execFile)(process.execPath, [ADMIN, 'drop-session', sid], {
+      env: { PATH: process.env.PATH ?? '', ...world.env },
+    });
+    expect(JSON.parse(stdout)).toMatchObject({ ok: true });
+    // While the old master hangs, the brokers still send that slot to it: 503, never the copy.
+    expect((await statuses()).filter((status) => status === 200)).toEqual([]);
+
+    // Once it is back, it learns it was replaced, the brokers follow the slot to the new master,
+    // and the revoked session is refused everywhere.
+    master.resume();
+    await until(async () => (await statuses()).every((status) => status === 401), {
+      deadlineMs: 30_000,
+      what: 'every broker to refuse the revoked session',
+      intervalMs: 100,
+    });
+  } finally {
+    for (const server of cluster.servers) server.resume();
+    await client.close();
+  }
+});
