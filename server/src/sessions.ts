@@ -51,8 +51,9 @@ export function createSessions(
   /** Push the session's expiry out, and with it that of every key under it. */
   async function renew(sid: string, session: SessionValue): Promise<void> {
     const at = now();
-    const value: SessionValue = { ...session, renewed_at: at, expires_at: expiryOf(session, at) };
-    const ttlMs = value.expires_at! - at;
+    const expiresAt = expiryOf(session, at);
+    const value: SessionValue = { ...session, renewed_at: at, expires_at: expiresAt };
+    const ttlMs = expiresAt - at;
     if (ttlMs <= 0) return;
     await store.set(keys.session(sid), JSON.stringify(value), ttlMs);
     const ids = await store.setMembers(keys.connectionIds(sid));
