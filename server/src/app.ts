@@ -27,7 +27,7 @@ import { proxyRoute } from './routes/proxy-route.ts';
 import { createSessions } from './sessions.ts';
 import { isStoreDown } from './store/errors.ts';
 import type { Store } from './store/types.ts';
-import { createTokenService, type TokenService } from './tokens.ts';
+import { createTokenService, type TokenService } from './refresh/service.ts';
 
 export interface AppDeps {
   config: Config;

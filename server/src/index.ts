@@ -6,7 +6,7 @@ export { createMemoryStore } from './store/memory.ts';
 export { createRedisClient, createRedisStore, LIVENESS_MS, trackedAnswers } from './store/redis.ts';
 export { createRedis, standalone, type Redis, type RedisTopology } from './store/topology.ts';
 export { StoreUnavailableError, type Store } from './store/types.ts';
-export { shouldRefresh } from './tokens.ts';
+export { shouldRefresh } from './refresh/policy.ts';
 export { storeDeps } from './wiring.ts';
 export type { RedisClient } from './store/redis.ts';
 export { configureServer } from './http.ts';

@@ -2,7 +2,7 @@ import express, { type Request, type Response } from 'express';
 import { timingSafeEqual } from 'node:crypto';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Answered } from './access-log.ts';
-import type { TokenCounters } from './tokens.ts';
+import type { TokenCounters } from './refresh/service.ts';
 
 /** What the metrics read at scrape time: cheap counters kept elsewhere, and the index counts. */
 export interface MetricsSources {

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { ConnectionRecord, LoadedConnection } from './connections.ts';
 import { BrokerError } from './errors.ts';
+import type { RefreshReason } from './refresh/policy.ts';
 
 /** Request headers that may go upstream; everything else (Authorization, Cookie, Host, X-Forwarded-*, hop-by-hop) stays here. */
 const FORWARDED_REQUEST_HEADERS = [
@@ -105,8 +106,8 @@ export interface ProxyDeps {
 
 /** The token service, as one call sees it. */
 export interface CallTokens {
-  /** The connection with an access token usable now; after a 401 to `failedAccessToken`, a new one. */
-  usable(loaded: LoadedConnection, failedAccessToken?: string): Promise<LoadedConnection>;
+  /** The connection with an access token usable now (see RefreshReason). */
+  usable(loaded: LoadedConnection, reason?: RefreshReason): Promise<LoadedConnection>;
   /** Whether an upstream 401 may refresh this record (the refresh budget); else it is passed on. */
   mayRefreshOnRejection(record: ConnectionRecord): boolean;
 }
@@ -183,7 +184,8 @@ export function createProxy(deps: ProxyDeps) {
       let upstream = await send(req, body, target, current.record.tokens.accessToken);
       if (upstream.statusCode === 401 && tokens.mayRefreshOnRejection(current.record)) {
         await discard(upstream);
-        current = await tokens.usable(current, current.record.tokens.accessToken);
+        const rejected = current.record.tokens.accessToken;
+        current = await tokens.usable(current, { kind: 'rejected', accessToken: rejected });
         if (!current.record.tokens) throw reauthorize();
         upstream = await send(req, body, target, current.record.tokens.accessToken);
       }

@@ -6,7 +6,7 @@ import type { Dispatcher } from 'undici';
 import type { Track } from '../access-log.ts';
 import { BrokerError } from '../errors.ts';
 import { createProxy } from '../proxy.ts';
-import type { TokenService } from '../tokens.ts';
+import type { TokenService } from '../refresh/service.ts';
 import type { ConnectionLoader, RequireSid } from './access.ts';
 
 export interface ProxyRouteDeps {
@@ -72,7 +72,7 @@ export function proxyRoute(deps: ProxyRouteDeps) {
         const body = await readBody(req, res);
         const loaded = await loadConnection(sid, decodeId(rawId));
         await proxy.forward(req, body, res, loaded, {
-          usable: (current, failed) => tokens.usable(sid, current, failed),
+          usable: (current, reason) => tokens.usable(sid, current, reason),
           mayRefreshOnRejection: tokens.mayRefreshOnRejection,
         });
       } catch (error) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { ConnectionRecord } from './connections.ts';
-import { backoffMs, mayRefreshOnRejection, shouldRefresh } from './tokens.ts';
+import type { ConnectionRecord } from '../connections.ts';
+import { backoffMs, mayRefreshOnRejection, shouldRefresh } from './policy.ts';
 
 const NOW = 1_700_000_000_000;
 const AHEAD = 300_000;
