@@ -54,6 +54,9 @@ export function useBrokerWorld(publicUrl: string): BrokerWorld {
         SESSION_SECRET: `session-secret-${randomBytes(16).toString('hex')}`,
         TOKEN_ENCRYPTION_KEYS: `k:${randomBytes(32).toString('base64')}`,
         REDIS_URL: started(redis).url,
+        // These brokers run on the real clock, and a test may expire tokens twice within a
+        // minute: no refresh budget here (the integration suite pins it on the injected clock).
+        REFRESH_MIN_INTERVAL_SECONDS: '0',
         ...extra,
       };
     },

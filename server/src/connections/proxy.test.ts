@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { checkProxyPath } from './proxy.ts';
+
+describe('checkProxyPath', () => {
+  it.each(['users.me', 'users/42/licenses', 'search', 'a%20b', 'trailing/', '', 'users@me'])(
+    'passes %j through unchanged',
+    (path) => {
+      expect(checkProxyPath(path)).toBe(path);
+    },
+  );
+
+  it.each([
+    ['a dot-dot segment', '../oauth2/access_token'],
+    ['a dot-dot in the middle', 'users/../../x'],
+    ['a dot segment', './users.me'],
+    ['encoded dots', '%2e%2e/x'],
+    ['upper-case encoded dots', '%2E%2E/x'],
+    ['double encoding', '%252e%252e/x'],
+    ['an encoded slash', 'users%2fme'],
+    ['an encoded backslash', 'users%5cme'],
+    ['a backslash', 'users\\..\\x'],
+    ['a protocol-relative path', '/evil.test/x'],
+    ['an empty segment', 'users//me'],
+    ['a fullwidth solidus', 'users%EF%BC%8F..%EF%BC%8Fx'],
+    ['a fullwidth full stop pair', '%EF%BC%8E%EF%BC%8E/x'],
+    ['CR/LF', 'users.me%0d%0aX-Injected:%20yes'],
+    ['a raw CR/LF', 'users.me\r\nX: y'],
+    ['a NUL', 'users%00'],
+    ['a scheme', 'http:evil.test'],
+    ['a raw space', 'a b'],
+    ['raw non-ASCII', 'caf\u00e9'],
+    ['malformed encoding', '%E0%A4%A'],
+    ['64 KB', 'a'.repeat(65_536)],
+    ['a dot-dot with a path parameter (Tomcat, Spring)', 'echo/..;/..;/other'],
+    ['a dot with a path parameter', 'users/.;x/me'],
+    ['an encoded semicolon after dot-dot', 'echo/..%3b/other'],
+  ])('refuses %s', (_name, path) => {
+    expect(checkProxyPath(path)).toBeUndefined();
+  });
+});

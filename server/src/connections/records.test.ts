@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import { createConnectionRepository, type ConnectionRecord } from './records.ts';
+import { createSealer, DecryptError, parseKeyring } from '../crypto.ts';
+import { keys } from '../store/keys.ts';
+import { createMemoryStore } from '../store/memory.ts';
+
+const A = `a:${Buffer.alloc(32, 1).toString('base64')}`;
+const B = `b:${Buffer.alloc(32, 2).toString('base64')}`;
+const record: ConnectionRecord = {
+  id: 'c1',
+  apiUrl: 'https://eu.api.example.test/licenses/1',
+  status: 'connected',
+  connectedAt: 1_000,
+  tokens: { accessToken: 'at', refreshToken: 'rt', expiresAt: 2_000 },
+};
+const repository = (store: ReturnType<typeof createMemoryStore>, keyring: string) =>
+  createConnectionRepository(store, createSealer(parseKeyring(keyring)));
+const kid = async (store: ReturnType<typeof createMemoryStore>) =>
+  (await store.getVersioned(keys.connection('sid', 'c1')))?.value.split('.')[0];
+
+describe('connection records across an encryption key rotation', () => {
+  it('reads a record sealed under the old key, and seals it again under the active one', async () => {
+    const store = createMemoryStore();
+    await repository(store, A).save('sid', record, 0);
+    expect(await kid(store)).toBe('a');
+
+    const rotated = repository(store, `${B},${A}`);
+    expect(await rotated.load('sid', 'c1')).toEqual({ record, version: 2 });
+    expect(await kid(store)).toBe('b');
+    // Read again: already under the active key, nothing more is written.
+    expect(await rotated.load('sid', 'c1')).toEqual({ record, version: 2 });
+  });
+
+  it('refuses, and writes nothing, when the old key is gone', async () => {
+    const store = createMemoryStore();
+    await repository(store, A).save('sid', record, 0);
+    await expect(repository(store, B).load('sid', 'c1')).rejects.toBeInstanceOf(DecryptError);
+    expect(await kid(store)).toBe('a');
+  });
+});
+
+describe('records opened again', () => {
+  const counting = (keyring: string) => {
+    const sealer = createSealer(parseKeyring(keyring));
+    let opens = 0;
+    const open: typeof sealer.open = (blob, aad) => {
+      opens++;
+      return sealer.open(blob, aad);
+    };
+    return { sealer: { ...sealer, open }, opens: () => opens };
+  };
+
+  it('opens an unchanged sealed blob once, and hands out a record nobody can change', async () => {
+    const store = createMemoryStore();
+    const { sealer, opens } = counting(A);
+    const repo = createConnectionRepository(store, sealer);
+    await repo.save('sid', record, 0);
+
+    const first = await repo.load('sid', 'c1');
+    const second = await repo.load('sid', 'c1');
+    expect(opens()).toBe(1);
+    expect(second).toEqual({ record, version: 1 });
+    expect(Object.isFrozen(first!.record) && Object.isFrozen(first!.record.tokens)).toBe(true);
+  });
+
+  it('opens the new blob once the record was written again', async () => {
+    const store = createMemoryStore();
+    const { sealer, opens } = counting(A);
+    const repo = createConnectionRepository(store, sealer);
+    await repo.save('sid', record, 0);
+    await repo.load('sid', 'c1');
+
+    const rotated = {
+      ...record,
+      tokens: { accessToken: 'at2', refreshToken: 'rt2', expiresAt: 3_000 },
+    };
+    await repository(store, A).save('sid', rotated, 1);
+    expect(await repo.load('sid', 'c1')).toEqual({ record: rotated, version: 2 });
+    expect(opens()).toBe(2);
+  });
+
+  it('keeps at most openedEntries records, and none with 0', async () => {
+    const store = createMemoryStore();
+    const { sealer, opens } = counting(A);
+    const repo = createConnectionRepository(store, sealer, { openedEntries: 1 });
+    await repo.save('sid', record, 0);
+    await repo.save('sid', { ...record, id: 'c2' }, 0);
+    for (const id of ['c1', 'c2', 'c1']) await repo.load('sid', id);
+    expect(opens()).toBe(3);
+
+    const { sealer: plain, opens: plainOpens } = counting(A);
+    const off = createConnectionRepository(store, plain, { openedEntries: 0 });
+    for (const id of ['c1', 'c1']) await off.load('sid', id);
+    expect(plainOpens()).toBe(2);
+  });
+});

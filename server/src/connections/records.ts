@@ -1,0 +1,143 @@
+import type { Connection, DisconnectedReason } from '@baton/shared';
+import type { Sealer } from '../crypto.ts';
+import { invalidSession } from '../errors.ts';
+import { keys } from '../store/keys.ts';
+import { DEFAULT_SESSION_LIFETIME, type Sessions } from './sessions.ts';
+import type { TokenSet } from '../oauth/provider.ts';
+import type { Store } from '../store/types.ts';
+
+/** One connected license, as stored (sealed) per session. */
+export interface ConnectionRecord {
+  id: string;
+  apiUrl: string;
+  status: 'connected' | 'disconnected';
+  connectedAt: number;
+  /** Present while connected. */
+  tokens?: TokenSet;
+  disconnectedReason?: DisconnectedReason;
+  /** The last refresh got no usable answer: the provider may have rotated without telling us. */
+  refreshLost?: boolean;
+  /** When the tokens were last refreshed (not set by the code exchange): the refresh budget. */
+  refreshedAt?: number;
+}
+
+export interface LoadedConnection {
+  record: ConnectionRecord;
+  version: number;
+}
+
+/**
+ * Connection records, sealed with the connection's own key as additional data. The last
+ * `openedEntries` records opened are kept, frozen, beside the sealed blob they came from: reading
+ * the same blob again (every proxied call between two refreshes) skips the AES-GCM open and the
+ * JSON parse. A changed blob is opened afresh, so this never decides what is current: the store
+ * does.
+ *
+ * A record lives exactly as long as its session has left (`sessions.remainingMs`), and is not
+ * written at all once the session is gone: no record outlives its session.
+ */
+export function createConnectionRepository(
+  store: Store,
+  sealer: Sealer,
+  options: { openedEntries?: number; sessions?: Pick<Sessions, 'remainingMs'> } = {},
+) {
+  const { openedEntries = 10_000 } = options;
+  // Without sessions (unit tests, tools that seal records of their own), a fixed lifetime.
+  const sessions = options.sessions ?? { remainingMs: async () => DEFAULT_SESSION_LIFETIME.idleMs };
+  const aad = (sid: string, id: string) => `connection:${sid}:${id}`;
+  const opened = new Map<string, { blob: string; record: ConnectionRecord }>();
+
+  function open(sid: string, id: string, blob: string): ConnectionRecord {
+    const key = aad(sid, id);
+    const hit = opened.get(key);
+    if (hit?.blob === blob) return hit.record;
+    const record = JSON.parse(sealer.open(blob, key)) as ConnectionRecord;
+    if (record.tokens) Object.freeze(record.tokens);
+    Object.freeze(record);
+    if (openedEntries > 0) {
+      // Insertion order is age: the oldest entry goes first.
+      opened.delete(key);
+      opened.set(key, { blob, record });
+      for (const oldest of opened.keys()) {
+        if (opened.size <= openedEntries) break;
+        opened.delete(oldest);
+      }
+    }
+    return record;
+  }
+  const member = (sid: string, id: string) => `${sid}:${id}`;
+  const OTHER = { connected: 'disconnected', disconnected: 'connected' } as const;
+
+  /** Compare-and-set over `version` (0: a new record). False when someone wrote first. */
+  async function save(sid: string, record: ConnectionRecord, version: number): Promise<boolean> {
+    const ttlMs = await sessions.remainingMs(sid);
+    if (ttlMs === null) throw invalidSession();
+    const sealed = sealer.seal(JSON.stringify(record), aad(sid, record.id));
+    const written = await store.setVersioned(
+      keys.connection(sid, record.id),
+      version,
+      sealed,
+      ttlMs,
+    );
+    if (written) {
+      await store.setAdd(keys.connectionIds(sid), record.id, ttlMs);
+      const at = member(sid, record.id);
+      await store.indexPut(keys.connectionIndex(record.status), at, ttlMs);
+      await store.indexRemove(keys.connectionIndex(OTHER[record.status]), at);
+    }
+    return written;
+  }
+
+  return {
+    /**
+     * A record sealed under a key other than the active one is sealed again under it on read.
+     * `cached`: see Store.getVersioned (only right after the session check).
+     */
+    async load(
+      sid: string,
+      id: string,
+      options: { cached?: boolean } = {},
+    ): Promise<LoadedConnection | null> {
+      const stored = await store.getVersioned(keys.connection(sid, id), options);
+      if (!stored) return null;
+      const record = open(sid, id, stored.value);
+      if (sealer.isStale(stored.value) && (await save(sid, record, stored.version)))
+        return { record, version: stored.version + 1 };
+      return { record, version: stored.version };
+    },
+
+    save,
+
+    ids(sid: string): Promise<string[]> {
+      return store.setMembers(keys.connectionIds(sid));
+    },
+
+    async remove(sid: string, id: string): Promise<void> {
+      await store.del(keys.connection(sid, id), keys.refreshLock(sid, id), keys.backoff(sid, id));
+      await store.setRemove(keys.connectionIds(sid), id);
+      for (const status of ['connected', 'disconnected'] as const)
+        await store.indexRemove(keys.connectionIndex(status), member(sid, id));
+    },
+
+    /** How many connections are in each status now (for the metrics gauge). */
+    async countByStatus(): Promise<Record<'connected' | 'disconnected', number>> {
+      return {
+        connected: await store.indexCount(keys.connectionIndex('connected')),
+        disconnected: await store.indexCount(keys.connectionIndex('disconnected')),
+      };
+    },
+  };
+}
+export type ConnectionRepository = ReturnType<typeof createConnectionRepository>;
+
+/** What the extension may see of a connection: never a token. */
+export function toConnection(record: ConnectionRecord): Connection {
+  return {
+    id: record.id,
+    status: record.status,
+    api_origin: new URL(record.apiUrl).origin,
+    connected_at: new Date(record.connectedAt).toISOString(),
+    access_expires_at: record.tokens ? new Date(record.tokens.expiresAt).toISOString() : null,
+    ...(record.disconnectedReason ? { disconnected_reason: record.disconnectedReason } : {}),
+  };
+}

@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest';
+import type { ConnectionRecord } from '../records.ts';
+import { backoffMs, mayRefreshOnRejection, shouldRefresh } from './policy.ts';
+
+const NOW = 1_700_000_000_000;
+const AHEAD = 300_000;
+const connected = (expiresInMs: number): ConnectionRecord => ({
+  id: 'c1',
+  apiUrl: 'https://eu1.api.example.com',
+  status: 'connected',
+  connectedAt: NOW - 1000,
+  tokens: { accessToken: 'a', refreshToken: 'r', expiresAt: NOW + expiresInMs },
+});
+
+describe('shouldRefresh', () => {
+  it.each([
+    ['an hour left', connected(3_600_000), false, 'fresh'],
+    ['one second more than the margin', connected(AHEAD + 1000), false, 'fresh'],
+    ['exactly the margin left', connected(AHEAD), true, 'expiring'],
+    ['59 s left with a 300 s margin', connected(59_000), true, 'expiring'],
+    ['expiring this very millisecond', connected(0), true, 'expired'],
+    ['expired a minute ago', connected(-60_000), true, 'expired'],
+  ])('with %s: refresh=%s (%s)', (_name, record, refresh, reason) => {
+    expect(shouldRefresh(record, NOW, AHEAD)).toEqual({ refresh, reason });
+  });
+
+  it('never refreshes a disconnected connection', () => {
+    const record: ConnectionRecord = {
+      id: 'c1',
+      apiUrl: 'https://eu1.api.example.com',
+      status: 'disconnected',
+      connectedAt: NOW,
+      disconnectedReason: 'refresh_rejected',
+    };
+    expect(shouldRefresh(record, NOW, AHEAD)).toEqual({ refresh: false, reason: 'disconnected' });
+  });
+});
+
+describe('backoffMs', () => {
+  it.each([
+    [1, undefined, 1000],
+    [2, undefined, 2000],
+    [3, undefined, 4000],
+    [10, undefined, 60_000],
+    [1, 30, 30_000],
+    [7, 5, 60_000],
+  ])('after %s failures with Retry-After %s waits %s ms', (attempts, retryAfter, expected) => {
+    expect(backoffMs(attempts, retryAfter)).toBe(expected);
+  });
+});
+
+describe('mayRefreshOnRejection', () => {
+  const base: ConnectionRecord = {
+    id: 'c1',
+    apiUrl: 'https://api.example/licenses/1',
+    status: 'connected',
+    connectedAt: 0,
+    tokens: { accessToken: 'a', refreshToken: 'r', expiresAt: 3_600_000 },
+  };
+  it.each([
+    ['never refreshed', undefined, 1000, true],
+    ['refreshed just now', 1000, 1000, false],
+    ['refreshed 59 s ago', 1000, 60_000, false],
+    ['refreshed 60 s ago', 1000, 61_000, true],
+  ])('%s: %s', (_name, refreshedAt, now, expected) => {
+    const record = refreshedAt === undefined ? base : { ...base, refreshedAt };
+    expect(mayRefreshOnRejection(record, now, 60_000)).toBe(expected);
+  });
+});

@@ -1,0 +1,72 @@
+import type { ConnectionRecord } from '../records.ts';
+
+/**
+ * Why a refresh is asked for: the access token is near or past its expiry (`proactive`), or the
+ * license API just answered 401 to `accessToken` (`rejected`). The two differ in when the refresh
+ * is still needed once the lock is held, and in what a failed refresh leaves usable.
+ */
+export type RefreshReason =
+  { readonly kind: 'proactive' } | { readonly kind: 'rejected'; readonly accessToken: string };
+
+export const PROACTIVE: RefreshReason = Object.freeze({ kind: 'proactive' });
+
+export type ExpiryVerdict = 'disconnected' | 'fresh' | 'expiring' | 'expired';
+
+/** Whether a connection's access token should be refreshed now, and why. Pure. */
+export function shouldRefresh(
+  record: ConnectionRecord,
+  now: number,
+  aheadMs: number,
+): { refresh: boolean; reason: ExpiryVerdict } {
+  if (record.status !== 'connected' || !record.tokens)
+    return { refresh: false, reason: 'disconnected' };
+  if (record.tokens.expiresAt <= now) return { refresh: true, reason: 'expired' };
+  if (record.tokens.expiresAt - now <= aheadMs) return { refresh: true, reason: 'expiring' };
+  return { refresh: false, reason: 'fresh' };
+}
+
+/**
+ * Whether `record` still needs the refresh `reason` asked for. False when there is nothing left to
+ * do: the connection is disconnected, someone already replaced the rejected token, or (proactive)
+ * the token is no longer near its expiry. Pure; asked again after every wait and re-read.
+ */
+export function stillNeeded(
+  record: ConnectionRecord,
+  reason: RefreshReason,
+  now: number,
+  aheadMs: number,
+): boolean {
+  if (record.status !== 'connected' || !record.tokens) return false;
+  if (reason.kind === 'rejected') return record.tokens.accessToken === reason.accessToken;
+  return shouldRefresh(record, now, aheadMs).refresh;
+}
+
+/**
+ * After a refresh that failed or was held back: whether the record's current token may still be
+ * used. Only for a proactive refresh, and only while the token has not expired; a token the API
+ * rejected is never used again. Pure.
+ */
+export function stillUsable(record: ConnectionRecord, reason: RefreshReason, now: number): boolean {
+  return (
+    reason.kind === 'proactive' && record.tokens !== undefined && record.tokens.expiresAt > now
+  );
+}
+
+/**
+ * Whether an upstream 401 to this record's access token may trigger a refresh: not within
+ * `minIntervalMs` of its last successful refresh, so that a path that always answers 401 cannot
+ * turn the broker into a refresh pump under the shared client secret. Pure.
+ */
+export function mayRefreshOnRejection(
+  record: ConnectionRecord,
+  now: number,
+  minIntervalMs: number,
+): boolean {
+  return record.refreshedAt === undefined || now - record.refreshedAt >= minIntervalMs;
+}
+
+/** Exponential back-off after transient refresh failures: 1 s, 2 s, 4 s … capped at 60 s. */
+export function backoffMs(attempts: number, retryAfterSeconds?: number): number {
+  const exponential = Math.min(1000 * 2 ** Math.max(0, attempts - 1), 60_000);
+  return Math.max(exponential, (retryAfterSeconds ?? 0) * 1000);
+}

@@ -1,0 +1,330 @@
+import { pino } from 'pino';
+import { describe, expect, it, vi } from 'vitest';
+import {
+  createConnectionRepository,
+  type ConnectionRecord,
+  type LoadedConnection,
+} from '../records.ts';
+import { createSealer, parseKeyring } from '../../crypto.ts';
+import { keys } from '../../store/keys.ts';
+import { ProviderError, type Provider, type TokenSet } from '../../oauth/provider.ts';
+import { createMemoryStore } from '../../store/memory.ts';
+import { StoreUnavailableError, type Store } from '../../store/types.ts';
+import { createTokenService } from './service.ts';
+
+const NOW = 1_700_000_000_000;
+const SID = 'sid';
+const KEYRING = `k:${Buffer.alloc(32, 3).toString('base64')}`;
+
+/** The embedded store, made to fail as an unreachable Redis does while `down` is set. */
+function flakyStore() {
+  const inner = createMemoryStore(() => NOW);
+  const state = { down: false };
+  const store = new Proxy(inner, {
+    get(target, property: keyof Store) {
+      const method = target[property];
+      return async (...args: unknown[]) => {
+        if (state.down) throw new StoreUnavailableError('Redis did not answer');
+        return (method as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { store, state };
+}
+
+const record: ConnectionRecord = {
+  id: 'c1',
+  apiUrl: 'https://eu.api.example.test/licenses/1',
+  status: 'connected',
+  connectedAt: NOW - 7_200_000,
+  tokens: { accessToken: 'at-1', refreshToken: 'rt-1', expiresAt: NOW - 1 },
+};
+
+/** A token service over `store` whose provider refreshes with `refresh`; sleeps wait for the test. */
+async function service(store: Store, refresh: Provider['refresh']) {
+  const connections = createConnectionRepository(store, createSealer(parseKeyring(KEYRING)));
+  const sleeps: (() => void)[] = [];
+  const tokens = createTokenService({
+    store,
+    connections,
+    provider: { refresh } as unknown as Provider,
+    now: () => NOW,
+    sleep: () => new Promise<void>((resolve) => sleeps.push(resolve)),
+    log: pino({ level: 'silent' }),
+    refreshAheadMs: 300_000,
+    tokenTimeoutMs: 1_000,
+    leaseMs: 2_000,
+  });
+  await connections.save(SID, record, 0);
+  return { tokens, connections, sleeps, loaded: (await connections.load(SID, 'c1'))! };
+}
+
+describe('a refresh whose new pair the store cannot take', () => {
+  it('keeps the lock and stores the pair once the store is back, so the rotation is not lost', async () => {
+    const { store, state } = flakyStore();
+    const rotated: TokenSet = {
+      accessToken: 'at-2',
+      refreshToken: 'rt-2',
+      expiresAt: NOW + 3_600_000,
+    };
+    // The provider rotates, and by the time its answer is in, Redis has gone away.
+    const { tokens, connections, sleeps, loaded } = await service(store, async () => {
+      state.down = true;
+      return rotated;
+    });
+
+    await expect(tokens.usable(SID, loaded)).rejects.toBeInstanceOf(StoreUnavailableError);
+
+    state.down = false;
+    // Nobody else may refresh with the used token meanwhile: the lock is still held.
+    expect(await store.get(keys.refreshLock(SID, 'c1'))).not.toBeNull();
+    expect(sleeps, 'a retry waiting for the store').toHaveLength(1);
+    sleeps.shift()!();
+    await vi.waitFor(async () => {
+      expect(await store.get(keys.refreshLock(SID, 'c1'))).toBeNull();
+    });
+    expect(await connections.load(SID, 'c1')).toMatchObject({
+      version: 2,
+      record: { status: 'connected', tokens: rotated },
+    });
+  });
+});
+
+describe('a refresh holder whose lease ran out while another instance refreshed', () => {
+  it('reports its failure nowhere: the newer pair stands and no back-off of its own holds it back', async () => {
+    const store = createMemoryStore(() => NOW);
+    const newer: TokenSet = {
+      accessToken: 'at-3',
+      refreshToken: 'rt-3',
+      expiresAt: NOW + 3_600_000,
+    };
+    // Another instance, over the same store.
+    const other = createConnectionRepository(store, createSealer(parseKeyring(KEYRING)));
+    const setup = await service(store, async () => {
+      // While this holder waited (paused past its lease), the other instance stored a newer
+      // pair; then this holder's own request comes to nothing.
+      const current = (await other.load(SID, 'c1'))!;
+      await other.save(SID, { ...current.record, tokens: newer }, current.version);
+      throw new ProviderError('lost', 'no answer from the token endpoint');
+    });
+
+    const result = await setup.tokens.usable(SID, setup.loaded, {
+      kind: 'rejected',
+      accessToken: 'at-1',
+    });
+    expect(result.record.tokens).toEqual(newer);
+    expect(await store.get(keys.backoff(SID, 'c1'))).toBeNull();
+    expect((await other.load(SID, 'c1'))!.record.refreshLost).toBeUndefined();
+  });
+});
+
+/**
+ * Instances of the token service over one embedded store, all on one injected clock. A sleep
+ * waits until the test lets it go (`wake`), and the store's expiry follows the clock, so a lease
+ * runs out when the test moves the clock past it, never by itself.
+ */
+function instances(count: number, startAt = NOW) {
+  let now = startAt;
+  const clock = () => now;
+  const store = createMemoryStore(clock);
+  const sealer = createSealer(parseKeyring(KEYRING));
+  const connections = createConnectionRepository(store, sealer);
+  const sleeps: (() => void)[] = [];
+  const calls: string[] = [];
+  const events: unknown[] = [];
+  let answer: (refreshToken: string) => Promise<TokenSet> = async () => {
+    throw new Error('no provider answer set');
+  };
+  const made = Array.from({ length: count }, () =>
+    createTokenService({
+      store,
+      connections: createConnectionRepository(store, sealer),
+      provider: {
+        refresh: (_apiUrl: string, refreshToken: string) => {
+          calls.push(refreshToken);
+          return answer(refreshToken);
+        },
+      } as unknown as Provider,
+      events: { emit: (event) => events.push(event), idle: async () => {} },
+      now: clock,
+      sleep: () => new Promise<void>((resolve) => sleeps.push(resolve)),
+      log: pino({ level: 'silent' }),
+      refreshAheadMs: 300_000,
+      tokenTimeoutMs: 1_000,
+      leaseMs: 2_000,
+    }),
+  );
+  return {
+    store,
+    connections,
+    tokens: made,
+    calls,
+    events,
+    advance: (ms: number) => (now += ms),
+    answerWith: (next: typeof answer) => (answer = next),
+    /** Let every sleeping waiter look again. */
+    wake: () => sleeps.splice(0).forEach((resolve) => resolve()),
+    pending: () => sleeps.length,
+    rotated: (n: number): TokenSet => ({
+      accessToken: `at-${n}`,
+      refreshToken: `rt-${n}`,
+      expiresAt: now + 3_600_000,
+    }),
+    async connect(expiresInMs: number): Promise<LoadedConnection> {
+      await connections.save(
+        SID,
+        { ...record, tokens: { ...record.tokens!, expiresAt: now + expiresInMs } },
+        0,
+      );
+      return (await connections.load(SID, 'c1'))!;
+    },
+  };
+}
+
+/** A promise and the functions that settle it. */
+function deferred<T>() {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((ok, fail) => ((resolve = ok), (reject = fail)));
+  return { promise, resolve, reject };
+}
+
+/** Let every promise chain that can go on, go on. */
+const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe('the refresh, step by step on the in-memory store', () => {
+  it('single flight: concurrent calls in one process make one provider call', async () => {
+    const w = instances(1);
+    const loaded = await w.connect(-1);
+    const answer = deferred<TokenSet>();
+    w.answerWith(() => answer.promise);
+    const calls = Array.from({ length: 5 }, () => w.tokens[0]!.usable(SID, loaded));
+    await settle();
+    answer.resolve(w.rotated(2));
+    const results = await Promise.all(calls);
+    expect(results.map((result) => result.record.tokens?.accessToken)).toEqual(
+      Array(5).fill('at-2'),
+    );
+    expect(w.calls).toEqual(['rt-1']);
+  });
+
+  it('lock wait: another instance waits for the holder and uses what it stored', async () => {
+    const w = instances(2);
+    const loaded = await w.connect(-1);
+    const answer = deferred<TokenSet>();
+    w.answerWith(() => answer.promise);
+    const holder = w.tokens[0]!.usable(SID, loaded);
+    await settle();
+    const waiter = w.tokens[1]!.usable(SID, loaded);
+    await settle();
+    expect(w.pending()).toBe(1);
+    answer.resolve(w.rotated(2));
+    expect((await holder).record.tokens?.accessToken).toBe('at-2');
+    w.wake();
+    expect((await waiter).record.tokens?.accessToken).toBe('at-2');
+    expect(w.calls).toEqual(['rt-1']);
+    expect(w.tokens[1]!.counters.lockWaits).toBe(1);
+  });
+
+  it('lease recovery: a lock left by a holder that died runs out, and the next one refreshes', async () => {
+    const w = instances(1);
+    const loaded = await w.connect(-1);
+    await w.store.setIfAbsent(keys.refreshLock(SID, 'c1'), 'dead-holder', 2_000);
+    w.answerWith(async () => w.rotated(2));
+    const call = w.tokens[0]!.usable(SID, loaded);
+    await settle();
+    expect(w.calls).toEqual([]);
+    w.advance(2_001);
+    w.wake();
+    expect((await call).record.tokens?.accessToken).toBe('at-2');
+    expect(w.calls).toEqual(['rt-1']);
+  });
+
+  it('re-read after the lock: a pair another instance stored meanwhile is used, not refreshed', async () => {
+    const w = instances(1);
+    const stale = await w.connect(-1);
+    await w.connections.save(SID, { ...stale.record, tokens: w.rotated(9) }, stale.version);
+    const result = await w.tokens[0]!.usable(SID, stale);
+    expect(result.record.tokens?.accessToken).toBe('at-9');
+    expect(w.calls).toEqual([]);
+  });
+
+  it('back-off: after a transient failure, no provider call until it ends; a valid token is kept, an expired one gets 503', async () => {
+    const w = instances(1);
+    const expiring = await w.connect(500);
+    w.answerWith(async () => {
+      throw new ProviderError('transient', 'the token endpoint answered 503', { status: 503 });
+    });
+    // Proactive, the token still valid: it is kept.
+    expect((await w.tokens[0]!.usable(SID, expiring)).record.tokens?.accessToken).toBe('at-1');
+    expect(w.calls).toHaveLength(1);
+    expect(await w.tokens[0]!.usable(SID, expiring)).toBeDefined();
+    expect(w.calls).toHaveLength(1);
+    // Once expired, within the back-off (1 s): 503 with Retry-After, and still no provider call.
+    w.advance(600);
+    const expired = (await w.connections.load(SID, 'c1'))!;
+    await expect(w.tokens[0]!.usable(SID, expired)).rejects.toMatchObject({
+      code: 'upstream_unavailable',
+      retryAfter: 1,
+    });
+    expect(w.calls).toHaveLength(1);
+    // After it, the provider is asked again.
+    w.advance(1_000);
+    w.answerWith(async () => w.rotated(2));
+    expect((await w.tokens[0]!.usable(SID, expired)).record.tokens?.accessToken).toBe('at-2');
+    expect(w.calls).toHaveLength(2);
+  });
+
+  it('disconnect: a rejected refresh disconnects the connection, drops its tokens and says so', async () => {
+    const w = instances(1);
+    const loaded = await w.connect(-1);
+    w.answerWith(async () => {
+      throw new ProviderError('rejected', 'invalid_grant', { status: 400 });
+    });
+    const result = await w.tokens[0]!.usable(SID, loaded);
+    expect(result.record).toMatchObject({
+      status: 'disconnected',
+      disconnectedReason: 'refresh_rejected',
+    });
+    expect(result.record.tokens).toBeUndefined();
+    expect(w.events).toEqual([
+      {
+        type: 'connection.disconnected',
+        connection: {
+          id: 'c1',
+          api_origin: 'https://eu.api.example.test',
+          reason: 'refresh_rejected',
+        },
+      },
+    ]);
+  });
+
+  it('lost response: the connection is marked, and a later rejection says the answer was lost', async () => {
+    const w = instances(1);
+    const loaded = await w.connect(-1);
+    w.answerWith(async () => {
+      throw new ProviderError('lost', 'the connection closed before the answer');
+    });
+    await expect(w.tokens[0]!.usable(SID, loaded)).rejects.toMatchObject({
+      code: 'upstream_unavailable',
+    });
+    expect((await w.connections.load(SID, 'c1'))!.record.refreshLost).toBe(true);
+    w.advance(2_000);
+    w.answerWith(async () => {
+      throw new ProviderError('rejected', 'invalid_grant', { status: 400 });
+    });
+    const result = await w.tokens[0]!.usable(SID, (await w.connections.load(SID, 'c1'))!);
+    expect(result.record.disconnectedReason).toBe('refresh_response_lost');
+  });
+
+  it('a rejected token is never used again, even when the refresh is held back', async () => {
+    const w = instances(1);
+    const loaded = await w.connect(3_000_000);
+    w.answerWith(async () => {
+      throw new ProviderError('transient', 'timeout');
+    });
+    await expect(
+      w.tokens[0]!.usable(SID, loaded, { kind: 'rejected', accessToken: 'at-1' }),
+    ).rejects.toMatchObject({ code: 'upstream_unavailable' });
+  });
+});

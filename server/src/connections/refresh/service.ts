@@ -1,0 +1,342 @@
+import type { Logger } from 'pino';
+import type { ConnectionRecord, ConnectionRepository, LoadedConnection } from '../records.ts';
+import { BrokerError, notFound } from '../../errors.ts';
+import type { EventSink } from '../../ops/events.ts';
+import { keys } from '../../store/keys.ts';
+import { ProviderError, type Provider } from '../../oauth/provider.ts';
+import { isStoreDown } from '../../store/errors.ts';
+import type { Store } from '../../store/types.ts';
+import { createRefreshLock, type Lease } from './lock.ts';
+import {
+  backoffMs,
+  mayRefreshOnRejection,
+  PROACTIVE,
+  stillNeeded,
+  stillUsable,
+  type RefreshReason,
+} from './policy.ts';
+
+export interface TokenServiceDeps {
+  store: Store;
+  /** Told when a connection is disconnected (default: nobody). */
+  events?: EventSink;
+  connections: ConnectionRepository;
+  provider: Provider;
+  now: () => number;
+  sleep: (ms: number) => Promise<void>;
+  log: Logger;
+  refreshAheadMs: number;
+  /** See mayRefreshOnRejection (default 0: always). */
+  refreshMinIntervalMs?: number;
+  /** Bound on one token request. */
+  tokenTimeoutMs: number;
+  /** Lease of the refresh lock: longer than tokenTimeoutMs, it outlives the request it guards. */
+  leaseMs: number;
+}
+
+export interface TokenCounters {
+  lockAttempts: number;
+  /** Times a caller found the lock held by another and waited for it. */
+  lockWaits: number;
+  refreshes: number;
+  rejected: number;
+  transient: number;
+  lost: number;
+}
+
+interface Backoff {
+  until: number;
+  attempts: number;
+}
+
+/** How often a rotated pair the store did not take is offered to it again. */
+const STORE_RETRY_MS = 250;
+
+/**
+ * Keeps each connection's access token usable, with exactly one refresh per connection at a time
+ * across every instance. A refresh goes through these steps, each in its own function below:
+ *
+ * 1. `usable`: nothing to do (`stillNeeded` says so), or join this process's flight for the
+ *    connection (single flight), or start one.
+ * 2. `acrossInstances`: take the Redis lock; or wait for its holder, re-read, and go on only if
+ *    the refresh is still needed and no back-off holds it back.
+ * 3. `holdingLock`: re-read (another instance may have refreshed already), honour a back-off,
+ *    then ask the provider.
+ * 4. The provider's answer: `rotated` (a versioned write of the new pair before anyone uses it;
+ *    if the store is down, `storeWhenBack` keeps the lock and offers it again), `disconnect`
+ *    (rejected), or `backOff` (transient, or the answer was lost).
+ *
+ * After a failed or held-back refresh, a proactive one falls back on the still-valid token; a
+ * rejected token is never used again: 503 with Retry-After.
+ */
+export function createTokenService(deps: TokenServiceDeps) {
+  const { store, connections, provider, now, log } = deps;
+  const lock = createRefreshLock(deps);
+  const inflight = new Map<string, Promise<LoadedConnection>>();
+  const counters: TokenCounters = {
+    lockAttempts: 0,
+    lockWaits: 0,
+    refreshes: 0,
+    rejected: 0,
+    transient: 0,
+    lost: 0,
+  };
+
+  const needed = (current: LoadedConnection, reason: RefreshReason): boolean =>
+    stillNeeded(current.record, reason, now(), deps.refreshAheadMs);
+
+  const unavailable = (until: number): BrokerError =>
+    new BrokerError('upstream_unavailable', 'The provider is not answering; try again shortly.', {
+      retryAfter: Math.max(1, Math.ceil((until - now()) / 1000)),
+    });
+
+  /** After a failed or skipped refresh: keep using a still-valid token, else answer 503. */
+  const fallBack = (
+    current: LoadedConnection,
+    until: number,
+    reason: RefreshReason,
+  ): LoadedConnection => {
+    if (stillUsable(current.record, reason, now())) return current;
+    throw unavailable(until);
+  };
+
+  async function loadOrNotFound(sid: string, id: string): Promise<LoadedConnection> {
+    const current = await connections.load(sid, id);
+    if (!current) throw notFound('Connection');
+    return current;
+  }
+
+  async function activeBackoff(sid: string, id: string): Promise<Backoff | null> {
+    const raw = await store.get(keys.backoff(sid, id));
+    return raw === null ? null : (JSON.parse(raw) as Backoff);
+  }
+  const holdsBack = (backoff: Backoff | null): backoff is Backoff =>
+    backoff !== null && backoff.until > now();
+
+  /** Step 2: the lock, or a wait for its holder and a fresh look. */
+  async function acrossInstances(
+    sid: string,
+    id: string,
+    reason: RefreshReason,
+  ): Promise<LoadedConnection> {
+    const key = keys.refreshLock(sid, id);
+    const deadline = now() + lock.leaseMs + deps.tokenTimeoutMs;
+    for (;;) {
+      counters.lockAttempts++;
+      const lease = await lock.acquire(key);
+      if (lease) {
+        try {
+          return await holdingLock(sid, id, reason, lease);
+        } finally {
+          if (!lease.kept)
+            await lock.release(lease).catch((error: unknown) => {
+              log.warn({ err: error, connection: id }, 'could not release the refresh lock');
+            });
+        }
+      }
+      // Another instance is refreshing: wait for it to finish, then use what it stored.
+      counters.lockWaits++;
+      if (!(await lock.released(key, deadline))) throw unavailable(now() + 1000);
+      const current = await loadOrNotFound(sid, id);
+      if (!needed(current, reason)) return current;
+      const backoff = await activeBackoff(sid, id);
+      if (holdsBack(backoff)) return fallBack(current, backoff.until, reason);
+      if (now() > deadline) throw unavailable(now() + 1000);
+    }
+  }
+
+  /** Step 3: holding the lock, re-read and ask the provider if still needed. */
+  async function holdingLock(
+    sid: string,
+    id: string,
+    reason: RefreshReason,
+    lease: Lease,
+  ): Promise<LoadedConnection> {
+    const current = await loadOrNotFound(sid, id);
+    const { tokens } = current.record;
+    if (!needed(current, reason) || !tokens) return current;
+    const backoff = await activeBackoff(sid, id);
+    if (holdsBack(backoff)) return fallBack(current, backoff.until, reason);
+    try {
+      const rotated = await provider.refresh(current.record.apiUrl, tokens.refreshToken);
+      counters.refreshes++;
+      return await stored(sid, current, rotated, backoff, lease);
+    } catch (error) {
+      if (!(error instanceof ProviderError)) throw error;
+      counters[error.failure]++;
+      if (error.failure === 'rejected') return disconnect(sid, current, error);
+      return backOff(sid, current, error, backoff, reason);
+    }
+  }
+
+  /** Step 4, rotated: store the new pair (versioned) before anyone uses it. */
+  async function stored(
+    sid: string,
+    current: LoadedConnection,
+    tokens: NonNullable<ConnectionRecord['tokens']>,
+    backoff: Backoff | null,
+    lease: Lease,
+  ): Promise<LoadedConnection> {
+    const { id } = current.record;
+    const next: ConnectionRecord = { ...current.record, tokens, refreshedAt: now() };
+    delete next.refreshLost;
+    const saved = await connections.save(sid, next, current.version).catch((error: unknown) => {
+      if (isStoreDown(error)) {
+        lease.kept = true;
+        void storeWhenBack(sid, next, current.version, lease);
+      }
+      throw error;
+    });
+    if (!saved) {
+      // Only a holder whose lease ran out gets here: a newer pair is stored; keep that one.
+      log.warn({ connection: id }, 'refresh finished after its lease; keeping the newer pair');
+      return (await connections.load(sid, id)) ?? current;
+    }
+    if (backoff) await store.del(keys.backoff(sid, id));
+    log.info({ connection: id, reason: 'rotated' }, 'refreshed access token');
+    return { record: next, version: current.version + 1 };
+  }
+
+  /**
+   * Stores a rotated pair the store did not take because it was down: the provider has already
+   * used up the old refresh token, so this pair is the only one left. Offered again while the
+   * lease lasts; the lock is released only then, so no other holder refreshes with the used token
+   * meanwhile. The versioned write keeps whatever someone else stored since.
+   */
+  async function storeWhenBack(
+    sid: string,
+    record: ConnectionRecord,
+    version: number,
+    lease: Lease,
+  ): Promise<void> {
+    for (let attempt = 0; attempt < Math.ceil(lock.leaseMs / STORE_RETRY_MS); attempt++) {
+      await deps.sleep(STORE_RETRY_MS);
+      try {
+        const written = await connections.save(sid, record, version);
+        if (written) await store.del(keys.backoff(sid, record.id));
+        await lock.release(lease);
+        log.warn(
+          { connection: record.id, written },
+          'the store answered again; stored the rotated pair unless a newer one was there',
+        );
+        return;
+      } catch (error) {
+        if (!isStoreDown(error)) {
+          log.error({ err: error, connection: record.id }, 'could not store a rotated pair');
+          return;
+        }
+      }
+    }
+    log.error(
+      { connection: record.id },
+      'the store stayed down for the whole lease; a rotated pair is lost',
+    );
+  }
+
+  /** Step 4, transient or lost: back off, unless a newer state was stored meanwhile. */
+  async function backOff(
+    sid: string,
+    current: LoadedConnection,
+    error: ProviderError,
+    backoff: Backoff | null,
+    reason: RefreshReason,
+  ): Promise<LoadedConnection> {
+    const { record } = current;
+    // A holder that outlived its lease (paused, say) while another instance stored a newer state
+    // reports nothing: the newer state stands, and no back-off of ours holds it back.
+    const latest = await connections.load(sid, record.id);
+    if (latest && latest.version !== current.version) {
+      log.warn({ connection: record.id, failure: error.failure }, 'refresh failed after its lease');
+      return needed(latest, reason) ? fallBack(latest, now() + 1000, reason) : latest;
+    }
+    const attempts = (backoff?.attempts ?? 0) + 1;
+    const until = now() + backoffMs(attempts, error.retryAfter);
+    await store.set(
+      keys.backoff(sid, record.id),
+      JSON.stringify({ until, attempts } satisfies Backoff),
+      until - now() + 60_000,
+    );
+    if (error.failure === 'lost' && !record.refreshLost) {
+      await connections.save(sid, { ...record, refreshLost: true }, current.version);
+    }
+    log.warn(
+      {
+        connection: record.id,
+        failure: error.failure,
+        status: error.status,
+        retryInMs: until - now(),
+      },
+      'refresh failed; backing off',
+    );
+    return fallBack(current, until, reason);
+  }
+
+  /** Step 4, rejected: the grant is gone; the connection is disconnected, its tokens deleted. */
+  async function disconnect(
+    sid: string,
+    current: LoadedConnection,
+    error: ProviderError,
+  ): Promise<LoadedConnection> {
+    const { record } = current;
+    const reason = record.refreshLost ? 'refresh_response_lost' : 'refresh_rejected';
+    const next: ConnectionRecord = {
+      id: record.id,
+      apiUrl: record.apiUrl,
+      connectedAt: record.connectedAt,
+      status: 'disconnected',
+      disconnectedReason: reason,
+    };
+    if (!(await connections.save(sid, next, current.version))) {
+      return (await connections.load(sid, record.id)) ?? current;
+    }
+    await store.del(keys.backoff(sid, record.id));
+    log.warn(
+      { connection: record.id, status: error.status, reason: next.disconnectedReason },
+      'provider rejected the refresh; connection disconnected',
+    );
+    deps.events?.emit({
+      type: 'connection.disconnected',
+      connection: { id: record.id, api_origin: new URL(record.apiUrl).origin, reason },
+    });
+    return { record: next, version: current.version + 1 };
+  }
+
+  return {
+    counters,
+
+    /** Resolves once every refresh this instance has started has finished (for shutdown). */
+    async idle(): Promise<void> {
+      while (inflight.size > 0) await Promise.allSettled([...inflight.values()]);
+    },
+
+    /** Whether an upstream 401 to `record`'s access token may refresh it (else pass the 401 on). */
+    mayRefreshOnRejection: (record: ConnectionRecord): boolean =>
+      mayRefreshOnRejection(record, now(), deps.refreshMinIntervalMs ?? 0),
+
+    /**
+     * Step 1: a connection whose access token can be used now, refreshed first when `reason`
+     * still calls for it; one flight per connection in this process.
+     */
+    async usable(
+      sid: string,
+      loaded: LoadedConnection,
+      reason: RefreshReason = PROACTIVE,
+    ): Promise<LoadedConnection> {
+      if (!needed(loaded, reason)) return loaded;
+      const flightKey = `${sid}:${loaded.record.id}`;
+      let flight = inflight.get(flightKey);
+      if (!flight) {
+        flight = acrossInstances(sid, loaded.record.id, reason).finally(() =>
+          inflight.delete(flightKey),
+        );
+        inflight.set(flightKey, flight);
+      }
+      const result = await flight;
+      // A flight started for another reason may have left the rejected token in place.
+      if (reason.kind === 'rejected' && result.record.tokens?.accessToken === reason.accessToken)
+        throw unavailable(now() + 1000);
+      return result;
+    },
+  };
+}
+export type TokenService = ReturnType<typeof createTokenService>;

@@ -1,0 +1,122 @@
+import { hashToken, randomToken } from '../crypto.ts';
+import { keys } from '../store/keys.ts';
+import type { Store } from '../store/types.ts';
+
+interface SessionValue {
+  created_at: number;
+  /** When use last renewed it (absent: never since it was created). */
+  renewed_at?: number;
+  /** When its key's TTL ends: a cached copy must not outlive the key (Redis says nothing then). */
+  expires_at?: number;
+}
+
+/** How long a session lives: renewed by use, within an optional absolute bound. */
+export interface SessionLifetime {
+  /** A session unused this long ends, with everything under it (SESSION_IDLE_TIMEOUT). */
+  idleMs: number;
+  /** A session ends this long after it was created, used or not (SESSION_MAX_AGE). */
+  maxAgeMs?: number | undefined;
+}
+
+export const DEFAULT_SESSION_LIFETIME: SessionLifetime = { idleMs: 30 * 24 * 3600 * 1000 };
+
+/** Use renews a session at most this often: one write per session an hour, not one per call. */
+export const RENEW_EVERY_MS = 3600 * 1000;
+
+/**
+ * API sessions: the extension holds a 256-bit bearer token; the store keeps only its SHA-256 (the
+ * session id, `sid`), so a read of Redis gives no usable token. The session check on every API
+ * call reads the store's cached copy (see Store.get): a sign-out anywhere invalidates it at once.
+ *
+ * Every key under a session (its connection set and records) expires when the session does: a
+ * record is written with the session's remaining lifetime (`remainingMs`), and a renewal sets the
+ * new expiry on all of them. Nothing outlives its session.
+ */
+export function createSessions(
+  store: Store,
+  now: () => number,
+  lifetime: SessionLifetime = DEFAULT_SESSION_LIFETIME,
+) {
+  const expiryOf = (session: SessionValue, at: number): number =>
+    Math.min(
+      at + lifetime.idleMs,
+      lifetime.maxAgeMs === undefined ? Infinity : session.created_at + lifetime.maxAgeMs,
+    );
+
+  const read = async (sid: string, cached: boolean): Promise<SessionValue | null> => {
+    const raw = await store.get(keys.session(sid), { cached });
+    return raw === null ? null : (JSON.parse(raw) as SessionValue);
+  };
+
+  /** Push the session's expiry out, and with it that of every key under it. */
+  async function renew(sid: string, session: SessionValue): Promise<void> {
+    const at = now();
+    const expiresAt = expiryOf(session, at);
+    const value: SessionValue = { ...session, renewed_at: at, expires_at: expiresAt };
+    const ttlMs = expiresAt - at;
+    if (ttlMs <= 0) return;
+    await store.set(keys.session(sid), JSON.stringify(value), ttlMs);
+    const ids = await store.setMembers(keys.connectionIds(sid));
+    await Promise.all([
+      store.expire(keys.connectionIds(sid), ttlMs),
+      ...ids.map((id) => store.expire(keys.connection(sid, id), ttlMs)),
+    ]);
+  }
+
+  return {
+    async create(): Promise<{ token: string; sid: string }> {
+      const token = randomToken(32);
+      const sid = hashToken(token);
+      const at = now();
+      const session: SessionValue = { created_at: at };
+      const expiresAt = expiryOf(session, at);
+      await store.set(
+        keys.session(sid),
+        JSON.stringify({ ...session, expires_at: expiresAt } satisfies SessionValue),
+        expiresAt - at,
+      );
+      return { token, sid };
+    },
+
+    /**
+     * The session id for a bearer token, or null when the session is unknown or expired. Renews a
+     * session last renewed an hour ago or more.
+     */
+    async resolve(token: string): Promise<string | null> {
+      if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return null;
+      const sid = hashToken(token);
+      let session = await read(sid, true);
+      if (session === null) return null;
+      // Written before sessions said when they expire, or expired: Redis decides.
+      if (session.expires_at === undefined || session.expires_at <= now()) {
+        session = await read(sid, false);
+        if (session === null || (session.expires_at !== undefined && session.expires_at <= now()))
+          return null;
+      }
+      if (now() - (session.renewed_at ?? session.created_at) >= RENEW_EVERY_MS)
+        await renew(sid, session);
+      return sid;
+    },
+
+    /**
+     * Milliseconds the session has left (what a key written under it may live), or null when it
+     * is gone: nothing may then be written under it.
+     */
+    async remainingMs(sid: string): Promise<number | null> {
+      const session = await read(sid, true);
+      if (session === null) return null;
+      const left = (session.expires_at ?? now() + lifetime.idleMs) - now();
+      return left > 0 ? left : null;
+    },
+
+    /** Whether the session still exists, asked of the store itself. */
+    async exists(sid: string): Promise<boolean> {
+      return (await read(sid, false)) !== null;
+    },
+
+    async destroy(sid: string): Promise<void> {
+      await store.del(keys.session(sid));
+    },
+  };
+}
+export type Sessions = ReturnType<typeof createSessions>;

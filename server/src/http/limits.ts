@@ -1,0 +1,78 @@
+import type { IncomingMessage } from 'node:http';
+import proxyaddr from 'proxy-addr';
+
+/**
+ * A token bucket per key, in process: `limit` takes per `windowMs`, refilled continuously. It costs
+ * no Redis round trip, so it can sit on the hot path and in front of the session check; the price
+ * is that each instance counts on its own (N instances allow N times the limit). The oldest keys
+ * give way past `maxKeys`, so a flood of new keys cannot grow memory without bound.
+ */
+export class KeyedBuckets {
+  readonly #buckets = new Map<string, { tokens: number; at: number }>();
+  readonly #limit: number;
+  readonly #perMs: number;
+  readonly #now: () => number;
+  readonly #maxKeys: number;
+
+  constructor(options: { limit: number; windowMs: number; now: () => number; maxKeys?: number }) {
+    this.#limit = options.limit;
+    this.#perMs = options.limit / options.windowMs;
+    this.#now = options.now;
+    this.#maxKeys = options.maxKeys ?? 100_000;
+  }
+
+  /** Keys with a bucket not yet known to be full again. */
+  get size(): number {
+    return this.#buckets.size;
+  }
+
+  /** Milliseconds until `key` may take again; 0: now. */
+  wait(key: string): number {
+    const bucket = this.#refilled(key);
+    return bucket === undefined || bucket.tokens >= 1
+      ? 0
+      : Math.ceil((1 - bucket.tokens) / this.#perMs);
+  }
+
+  /** Takes one for `key`: 0 when it could, else milliseconds until it can (nothing taken). */
+  take(key: string): number {
+    const bucket = this.#refilled(key) ?? this.#add(key);
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return 0;
+    }
+    return Math.ceil((1 - bucket.tokens) / this.#perMs);
+  }
+
+  #add(key: string): { tokens: number; at: number } {
+    const bucket = { tokens: this.#limit, at: this.#now() };
+    this.#buckets.set(key, bucket);
+    for (const oldest of this.#buckets.keys()) {
+      if (this.#buckets.size <= this.#maxKeys) break;
+      this.#buckets.delete(oldest);
+    }
+    return bucket;
+  }
+
+  /** The bucket of `key` refilled up to now; a full one is forgotten (as good as a new one). */
+  #refilled(key: string): { tokens: number; at: number } | undefined {
+    const bucket = this.#buckets.get(key);
+    if (bucket === undefined) return undefined;
+    const now = this.#now();
+    bucket.tokens = Math.min(this.#limit, bucket.tokens + (now - bucket.at) * this.#perMs);
+    bucket.at = now;
+    if (bucket.tokens >= this.#limit) {
+      this.#buckets.delete(key);
+      return undefined;
+    }
+    return bucket;
+  }
+}
+
+/** Express's compiled `trust proxy` setting (`app.get('trust proxy fn')`). */
+export type TrustProxy = (address: string, hop: number) => boolean;
+
+/** The client's address as Express's `req.ip` gives it, for requests served outside Express. */
+export function clientAddress(trust: TrustProxy): (req: IncomingMessage) => string {
+  return (req) => proxyaddr(req, trust);
+}

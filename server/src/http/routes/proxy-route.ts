@@ -1,0 +1,99 @@
+import { PROXY_METHODS } from '@baton/shared';
+import express, { type Request, type Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import type { Track } from '../access-log.ts';
+import { BrokerError } from '../../errors.ts';
+import { createProxy } from '../../connections/proxy.ts';
+import type { TokenService } from '../../connections/refresh/service.ts';
+import type { ConnectionLoader } from '../../connections/loader.ts';
+import type { RequireSid } from '../session-auth.ts';
+
+export interface ProxyRouteDeps {
+  requireSid: RequireSid;
+  loadConnection: ConnectionLoader;
+  tokens: TokenService;
+  dispatcher: Dispatcher;
+  log: Logger;
+  /** The access log and metrics, as for every other route. */
+  track: Track;
+  /** The headers every answer carries. */
+  prepare: (res: ServerResponse) => void;
+  /** The broker's one error answer. */
+  fail: (res: ServerResponse, error: unknown) => void;
+}
+
+/** The route's template, as the metrics name it. */
+const PROXY_ROUTE = '/connections/:id/api/{*path}';
+const routeName = (): string => PROXY_ROUTE;
+const PROXY_PATH = /^\/connections\/([^/?]+)\/api\//;
+
+/**
+ * `/connections/:id/api/<path>`: every API call the extension makes, served on plain node:http
+ * rather than through Express. It is the one route on the hot path, and Express's per-request
+ * set-up and router walk cost more than everything the route itself does; the steps are those the
+ * Express routes take (access log and metrics, security headers, the same errors), in the same
+ * order: the method, the session, the body, the connection, then the upstream call.
+ */
+export function proxyRoute(deps: ProxyRouteDeps) {
+  const { requireSid, loadConnection, tokens, track, prepare, fail } = deps;
+  const proxy = createProxy({ dispatcher: deps.dispatcher, log: deps.log });
+  const raw = express.raw({ type: () => true, limit: '1mb' });
+
+  /** The request body (up to 1 MB), or null when it has none. */
+  const readBody = (req: IncomingMessage, res: ServerResponse): Promise<Buffer | null> | null =>
+    !hasBody(req)
+      ? null
+      : new Promise((resolve, reject) => {
+          raw(req as Request, res as Response, (error?: unknown) => {
+            if (error) {
+              reject(error instanceof Error ? error : new Error(String(error)));
+              return;
+            }
+            const body = (req as Request).body as unknown;
+            resolve(Buffer.isBuffer(body) && body.length > 0 ? body : null);
+          });
+        });
+
+  return {
+    /** The connection id (still encoded) when `url` is an API call, else undefined. */
+    match(url: string): string | undefined {
+      return PROXY_PATH.exec(url)?.[1];
+    },
+
+    async handle(req: IncomingMessage, res: ServerResponse, rawId: string): Promise<void> {
+      track(req, res, routeName);
+      prepare(res);
+      try {
+        const method = req.method ?? '';
+        if (!(PROXY_METHODS as readonly string[]).includes(method))
+          throw new BrokerError('invalid_request', `The method ${method} is not proxied.`);
+        const sid = await requireSid(req);
+        const body = await readBody(req, res);
+        const loaded = await loadConnection(sid, decodeId(rawId));
+        await proxy.forward(req, body, res, loaded, {
+          usable: (current, reason) => tokens.usable(sid, current, reason),
+          mayRefreshOnRejection: tokens.mayRefreshOnRejection,
+        });
+      } catch (error) {
+        fail(res, error);
+      }
+    },
+  };
+}
+
+/** As body-parser decides it: a length above 0, or a chunked body. */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+function decodeId(raw: string): string {
+  if (!raw.includes('%')) return raw;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new BrokerError('invalid_request', 'The connection id is not well encoded.');
+  }
+}

@@ -1,0 +1,178 @@
+import type { Dispatcher } from 'undici';
+import { z } from 'zod';
+
+/** What the provider gives back from both token grants, as the broker keeps it. */
+export interface TokenSet {
+  accessToken: string;
+  refreshToken: string;
+  /** Epoch milliseconds, computed from expires_in at the time of issue. */
+  expiresAt: number;
+}
+
+/**
+ * Why a token request did not yield a token set:
+ * - `rejected`: the provider refused (4xx other than 408/429): the grant is gone.
+ * - `transient`: nothing happened that we know of (network, timeout, 5xx, 429, a redirect).
+ * - `lost`: the request may have been processed but no usable answer came back.
+ */
+export type ProviderFailure = 'rejected' | 'transient' | 'lost';
+
+export class ProviderError extends Error {
+  override name = 'ProviderError';
+  readonly failure: ProviderFailure;
+  readonly status: number | undefined;
+  /** Seconds the provider asked us to wait (Retry-After), when it did. */
+  readonly retryAfter: number | undefined;
+
+  constructor(
+    failure: ProviderFailure,
+    message: string,
+    options: { status?: number; retryAfter?: number | undefined; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? {} : { cause: options.cause });
+    this.failure = failure;
+    this.status = options.status;
+    this.retryAfter = options.retryAfter;
+  }
+}
+
+// A token goes into an Authorization header: printable ASCII only, bounded.
+const token = z.string().regex(/^[\x21-\x7e]{1,4096}$/);
+const tokenResponseSchema = z.object({
+  token_type: z.string().regex(/^bearer$/i),
+  expires_in: z.number().int().positive().max(86_400),
+  access_token: token,
+  refresh_token: token,
+});
+
+export interface ProviderOptions {
+  clientId: string;
+  clientSecret: string;
+  redirectUri: string;
+  dispatcher: Dispatcher;
+  now: () => number;
+  /** Bound on the whole token request, in ms. */
+  timeoutMs: number;
+}
+
+const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024;
+
+/**
+ * The provider's two token operations, on the license's api_url. The caller has already checked
+ * api_url against the allowlist: the client secret goes nowhere else. Redirects are never followed.
+ */
+export function createProvider(options: ProviderOptions) {
+  async function tokenRequest(apiUrl: string, form: Record<string, string>): Promise<TokenSet> {
+    const url = new URL(`${apiUrl}/oauth2/access_token`);
+    const body = new URLSearchParams({
+      ...form,
+      client_id: options.clientId,
+      client_secret: options.clientSecret,
+    }).toString();
+    const issuedAt = options.now();
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await options.dispatcher.request({
+        origin: url.origin,
+        path: url.pathname,
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          accept: 'application/json',
+        },
+        body,
+        headersTimeout: options.timeoutMs,
+        bodyTimeout: options.timeoutMs,
+        signal: AbortSignal.timeout(options.timeoutMs),
+      });
+    } catch (cause) {
+      // Refused or unreachable: nothing was sent. Otherwise the provider may have acted on it.
+      const failure = neverSent(cause) ? 'transient' : 'lost';
+      throw new ProviderError(failure, 'no answer from the token endpoint', { cause });
+    }
+    const { statusCode: status } = response;
+    const retryAfter = parseRetryAfter(response.headers['retry-after']);
+    if (status < 200 || status >= 300) {
+      await response.body.dump({ limit: MAX_TOKEN_RESPONSE_BYTES }).catch(() => {});
+      const failure =
+        status >= 400 && status < 500 && status !== 408 && status !== 429
+          ? 'rejected'
+          : 'transient';
+      throw new ProviderError(failure, `token endpoint answered ${status}`, { status, retryAfter });
+    }
+    let text: string;
+    try {
+      text = await readLimited(response.body, MAX_TOKEN_RESPONSE_BYTES);
+    } catch (cause) {
+      throw new ProviderError('lost', 'token response unreadable or too large', { status, cause });
+    }
+    const parsed = readTokenResponse(text);
+    if (typeof parsed === 'string') {
+      // A 2xx we cannot use: the provider may have rotated, so the answer counts as lost.
+      throw new ProviderError('lost', `token response is not a valid token set (${parsed})`, {
+        status,
+      });
+    }
+    return {
+      accessToken: parsed.access_token,
+      refreshToken: parsed.refresh_token,
+      expiresAt: issuedAt + parsed.expires_in * 1000,
+    };
+  }
+
+  return {
+    exchangeCode(apiUrl: string, code: string): Promise<TokenSet> {
+      return tokenRequest(apiUrl, {
+        grant_type: 'auth_code',
+        code,
+        redirect_uri: options.redirectUri,
+      });
+    },
+    refresh(apiUrl: string, refreshToken: string): Promise<TokenSet> {
+      return tokenRequest(apiUrl, { grant_type: 'refresh_token', refresh_token: refreshToken });
+    },
+  };
+}
+export type Provider = ReturnType<typeof createProvider>;
+
+/**
+ * The token set of a token response, or what is wrong with it, named without quoting the body:
+ * parser and schema messages echo the text around the fault, and that text may be a token.
+ */
+function readTokenResponse(text: string): z.infer<typeof tokenResponseSchema> | string {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return 'not JSON';
+  }
+  const result = tokenResponseSchema.safeParse(json);
+  if (result.success) return result.data;
+  const fields = new Set(result.error.issues.map((issue) => issue.path.join('.') || 'body'));
+  return `invalid ${[...fields].join(', ')}`;
+}
+
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
+
+function neverSent(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && NOT_SENT.has(code);
+}
+
+async function readLimited(body: AsyncIterable<Buffer>, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > limit) throw new Error(`body over ${limit} bytes`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Retry-After in seconds (delta form only; an HTTP date is ignored). */
+export function parseRetryAfter(value: string | string[] | undefined): number | undefined {
+  const raw = Array.isArray(value) ? value[0] : value;
+  if (raw === undefined || !/^\d{1,6}$/.test(raw.trim())) return undefined;
+  return Number(raw.trim());
+}

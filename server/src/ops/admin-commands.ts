@@ -1,0 +1,111 @@
+import { createConnectionRepository, type ConnectionRecord } from '../connections/records.ts';
+import { createSealer, MissingKeyError, type Keyring } from '../crypto.ts';
+import { keys } from '../store/keys.ts';
+import { createSessions } from '../connections/sessions.ts';
+import { createRedisStore } from '../store/redis/store.ts';
+import type { Redis } from '../store/redis/clients.ts';
+
+/** `baton:{sid}:connection:id`, the only keys holding sealed tokens. */
+const CONNECTION_KEY = /^baton:\{([^}]+)\}:connection:(.+)$/;
+const SESSION_KEY = /^baton:\{([^}]+)\}:session$/;
+
+/** The operator's commands over the broker's Redis, whichever its topology. */
+export function createAdmin(redis: Redis, keyring: Keyring) {
+  const store = createRedisStore(redis);
+  const sealer = createSealer(keyring);
+  // Re-sealed records keep to their session's lifetime (the sessions' own clock is Redis's).
+  const connections = createConnectionRepository(store, sealer, {
+    sessions: createSessions(store, Date.now),
+  });
+
+  /** SCAN walks one node's keyspace: a Cluster's keys are spread over its masters. */
+  async function* scan(match: string): AsyncGenerator<string> {
+    for (const send of await redis.masters()) {
+      let cursor = '0';
+      do {
+        const [next, batch] = (await send(['SCAN', cursor, 'MATCH', match, 'COUNT', '1000'])) as [
+          string,
+          string[],
+        ];
+        cursor = String(next);
+        yield* batch;
+      } while (cursor !== '0');
+    }
+  }
+  async function* connectionKeys(): AsyncGenerator<{ sid: string; id: string }> {
+    for await (const key of scan('baton:{*}:connection:*')) {
+      const match = CONNECTION_KEY.exec(key);
+      if (match?.[1] && match[2]) yield { sid: match[1], id: match[2] };
+    }
+  }
+  const kidOf = (blob: string): string => blob.split('.')[0] ?? '?';
+
+  async function dropSession(sid: string) {
+    const ids = await connections.ids(sid);
+    for (const id of ids) await connections.remove(sid, id);
+    await store.del(keys.connectionIds(sid), keys.session(sid));
+    return { ok: true, sid, connectionsDropped: ids.length };
+  }
+
+  return {
+    async stats() {
+      let sessions = 0;
+      for await (const key of scan('baton:{*}:session')) if (SESSION_KEY.test(key)) sessions++;
+      const byStatus: Record<string, number> = {};
+      const byKey: Record<string, number> = {};
+      let unreadable = 0;
+      for await (const { sid, id } of connectionKeys()) {
+        const stored = await store.getVersioned(keys.connection(sid, id));
+        if (!stored) continue;
+        byKey[kidOf(stored.value)] = (byKey[kidOf(stored.value)] ?? 0) + 1;
+        try {
+          const record = JSON.parse(
+            sealer.open(stored.value, `connection:${sid}:${id}`),
+          ) as ConnectionRecord;
+          byStatus[record.status] = (byStatus[record.status] ?? 0) + 1;
+        } catch {
+          unreadable++;
+        }
+      }
+      return {
+        sessions,
+        connections: byStatus,
+        connectionsByKeyId: byKey,
+        activeKeyId: keyring.activeKid,
+        unreadable,
+      };
+    },
+
+    /** Reading a record seals it again under the active key when it was sealed under another. */
+    async reencrypt() {
+      let resealed = 0;
+      let current = 0;
+      const missingKey: Record<string, number> = {};
+      for await (const { sid, id } of connectionKeys()) {
+        const stored = await store.getVersioned(keys.connection(sid, id));
+        if (!stored) continue;
+        if (!sealer.isStale(stored.value)) {
+          current++;
+          continue;
+        }
+        try {
+          await connections.load(sid, id);
+          resealed++;
+        } catch (error) {
+          if (!(error instanceof MissingKeyError)) throw error;
+          missingKey[kidOf(stored.value)] = (missingKey[kidOf(stored.value)] ?? 0) + 1;
+        }
+      }
+      const ok = Object.keys(missingKey).length === 0;
+      return { ok, activeKeyId: keyring.activeKid, resealed, alreadyCurrent: current, missingKey };
+    },
+
+    dropSession,
+
+    async dropSessionOf(connectionId: string) {
+      for await (const { sid, id } of connectionKeys())
+        if (id === connectionId) return dropSession(sid);
+      return { ok: false, error: `no connection ${connectionId}` };
+    },
+  };
+}

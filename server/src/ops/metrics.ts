@@ -1,0 +1,129 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { TokenCounters } from '../connections/refresh/service.ts';
+
+/** What the metrics read at scrape time: cheap counters kept elsewhere, and the index counts. */
+export interface MetricsSources {
+  tokens: () => TokenCounters;
+  connections: () => Promise<Record<'connected' | 'disconnected', number>>;
+}
+
+export interface Metrics {
+  registry: Registry;
+  /** A request answered in full: its count and latency by method, route template and status. */
+  answered: Answered;
+  /** One Redis command failed or went unanswered. */
+  redisError(): void;
+  /** Wire the scrape-time sources once the app has built them. */
+  observe(sources: MetricsSources): void;
+}
+
+const REFRESH_OUTCOMES = {
+  refreshed: 'refreshes',
+  rejected: 'rejected',
+  transient: 'transient',
+  lost: 'lost',
+} as const satisfies Record<string, keyof TokenCounters>;
+
+/**
+ * The broker's Prometheus metrics, on a registry of its own (no global state). Routes are the
+ * Express templates (`/connections/:id/api/{*path}`), never the raw path: a path holds ids.
+ */
+/** What the access log tells the metrics of each answer. */
+export type Answered = (method: string, route: string, status: number, seconds: number) => void;
+
+export function createMetrics(): Metrics {
+  const registry = new Registry();
+  let sources: MetricsSources | undefined;
+
+  const labelNames = ['method', 'route', 'status'] as const;
+  const requests = new Counter({
+    name: 'baton_http_requests_total',
+    help: 'HTTP requests answered, by method, route template and status.',
+    labelNames,
+    registers: [registry],
+  });
+  const latency = new Histogram({
+    name: 'baton_http_request_duration_seconds',
+    help: 'Time to answer an HTTP request, by method, route template and status.',
+    labelNames,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  /**
+   * The labelled series of each method, route and status, looked up once: prom-client would hash
+   * the labels object on every call. Bounded: routes are templates and methods a fixed few.
+   */
+  const byLabels = new Map<
+    string,
+    { count: Counter.Internal; latency: Histogram.Internal<string> }
+  >();
+  const redisErrors = new Counter({
+    name: 'baton_redis_errors_total',
+    help: 'Redis commands that failed or went unanswered.',
+    registers: [registry],
+  });
+
+  // Counters kept by the token service, reported as the difference since the last scrape.
+  const seen: Partial<Record<keyof TokenCounters, number>> = {};
+  const delta = (name: keyof TokenCounters, value: number): number => {
+    const change = value - (seen[name] ?? 0);
+    seen[name] = value;
+    return change;
+  };
+  new Counter({
+    name: 'baton_refresh_total',
+    help: 'Token refreshes this instance ran, by outcome: refreshed, rejected (connection disconnected), transient (provider unavailable, will retry), lost (no usable answer).',
+    labelNames: ['outcome'],
+    registers: [registry],
+    collect() {
+      if (!sources) return;
+      const counters = sources.tokens();
+      for (const [outcome, field] of Object.entries(REFRESH_OUTCOMES))
+        this.inc({ outcome }, delta(field, counters[field]));
+    },
+  });
+  new Counter({
+    name: 'baton_refresh_lock_waits_total',
+    help: 'Times a request waited for another holder of a connection’s refresh lock.',
+    registers: [registry],
+    collect() {
+      if (sources) this.inc(delta('lockWaits', sources.tokens().lockWaits));
+    },
+  });
+  new Gauge({
+    name: 'baton_connections',
+    help: 'Stored connections by status (across every instance).',
+    labelNames: ['status'],
+    registers: [registry],
+    async collect() {
+      if (!sources) return;
+      try {
+        const counts = await sources.connections();
+        for (const [status, count] of Object.entries(counts)) this.set({ status }, count);
+      } catch {
+        redisErrors.inc();
+      }
+    },
+  });
+
+  return {
+    registry,
+    answered(method, route, status, seconds) {
+      const key = `${method} ${route} ${status}`;
+      let series = byLabels.get(key);
+      if (!series) {
+        const labels = { method, route, status: String(status) };
+        series = { count: requests.labels(labels), latency: latency.labels(labels) };
+        byLabels.set(key, series);
+      }
+      series.count.inc();
+      series.latency.observe(seconds);
+    },
+    redisError() {
+      redisErrors.inc();
+    },
+    observe(next) {
+      sources = next;
+    },
+  };
+}

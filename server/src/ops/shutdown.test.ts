@@ -1,0 +1,66 @@
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createShutdown } from './shutdown.ts';
+
+const log = pino({ level: 'silent' });
+let server: Server;
+
+afterEach(() => {
+  server.closeAllConnections();
+  server.close();
+});
+
+async function listening(): Promise<Server> {
+  server = createServer((_req, res) => res.end()).listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return server;
+}
+
+describe('createShutdown', () => {
+  it('is not ready first, and closes the store only once the refreshes in flight are done', async () => {
+    const steps: string[] = [];
+    let finishRefreshes!: () => void;
+    const refreshes = new Promise<void>((resolve) => (finishRefreshes = resolve));
+    const shutdown = createShutdown({
+      server: await listening(),
+      setReady: (ready) => steps.push(`ready:${ready}`),
+      idle: () => refreshes.then(() => void steps.push('refreshes done')),
+      close: [async () => void steps.push('dispatcher'), async () => void steps.push('store')],
+      log,
+      delayMs: 0,
+      timeoutMs: 60_000,
+      sleep: () => new Promise<void>(() => {}),
+    });
+    const done = shutdown('SIGTERM');
+    expect(shutdown('SIGTERM')).toBe(done);
+    await once(server, 'close');
+    expect(steps).toEqual(['ready:false']);
+    finishRefreshes();
+    await done;
+    expect(steps).toEqual(['ready:false', 'refreshes done', 'dispatcher', 'store']);
+  });
+
+  it('cuts off what has not finished by timeoutMs, then still closes everything', async () => {
+    const closed: string[] = [];
+    const sleeps: number[] = [];
+    await createShutdown({
+      server: await listening(),
+      setReady: () => {},
+      idle: () => new Promise<void>(() => {}),
+      close: [
+        async () => {
+          throw new Error('dispatcher already closed');
+        },
+        async () => void closed.push('store'),
+      ],
+      log,
+      delayMs: 250,
+      timeoutMs: 1000,
+      sleep: async (ms) => void sleeps.push(ms),
+    })('SIGTERM');
+    expect(sleeps).toEqual([250, 1000]);
+    expect(closed).toEqual(['store']);
+  });
+});

@@ -1,0 +1,75 @@
+import type { Server, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+
+export interface ShutdownDeps {
+  server: Server;
+  /** Readiness: /readyz answers 503 from the first step on. */
+  setReady(ready: boolean): void;
+  /** Resolves once the refreshes in flight have finished. */
+  idle(): Promise<void>;
+  /** Closed in order once requests have drained (the outbound dispatcher, then the store). */
+  close: (() => Promise<void>)[];
+  log: Logger;
+  /** Keep serving, not ready, this long first: a load balancer notices and stops sending. */
+  delayMs: number;
+  /** Bound on draining requests and refreshes; what is left then is cut off. */
+  timeoutMs: number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/**
+ * Graceful shutdown: not ready at once; after `delayMs` stop accepting connections; let the
+ * requests and refreshes in flight finish (for at most `timeoutMs`); then close the dispatcher and
+ * the store, Redis last, so that a refresh in flight can still save the pair it got. Runs once.
+ */
+export function createShutdown(deps: ShutdownDeps): (signal: string) => Promise<void> {
+  const sleep =
+    deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref()));
+  const { server, log } = deps;
+  let running: Promise<void> | undefined;
+  let draining = false;
+  // Responses in flight: once draining, each says Connection: close, and its socket is closed as
+  // soon as it goes idle, instead of lingering for the keep-alive timeout.
+  const open = new Set<ServerResponse>();
+  server.on('request', (_req, res: ServerResponse) => {
+    open.add(res);
+    res.once('close', () => {
+      open.delete(res);
+      if (draining) setImmediate(() => server.closeIdleConnections());
+    });
+  });
+
+  async function shutdown(signal: string): Promise<void> {
+    deps.setReady(false);
+    log.info({ signal, delayMs: deps.delayMs }, 'shutting down: not ready');
+    if (deps.delayMs > 0) await sleep(deps.delayMs);
+
+    log.info({ timeoutMs: deps.timeoutMs }, 'shutting down: draining requests and refreshes');
+    draining = true;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const res of open) if (!res.headersSent) res.setHeader('Connection', 'close');
+    server.closeIdleConnections();
+    const drained = Promise.all([closed, deps.idle()]).then(() => 'drained' as const);
+    const outcome = await Promise.race([
+      drained,
+      sleep(deps.timeoutMs).then(() => 'timeout' as const),
+    ]);
+    if (outcome === 'timeout') {
+      log.warn(
+        { timeoutMs: deps.timeoutMs },
+        'shutting down: cutting off what did not finish in time',
+      );
+      server.closeAllConnections();
+    }
+    for (const close of deps.close) {
+      try {
+        await close();
+      } catch (error) {
+        log.warn({ err: error }, 'shutting down: a close failed');
+      }
+    }
+    log.info('stopped');
+  }
+
+  return (signal) => (running ??= shutdown(signal));
+}

@@ -1,0 +1,221 @@
+import { trackedAnswers, type Redis } from './clients.ts';
+import { StoreUnavailableError, type Store } from '../types.ts';
+
+const SET_VERSIONED = `
+local current = redis.call('HGET', KEYS[1], 'v')
+if (current or '0') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'v', tostring(tonumber(ARGV[1]) + 1), 'd', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1`;
+
+const DELETE_IF_EQUALS = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+const SET_ADD = `
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1`;
+
+const NOW_MS = `local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)`;
+
+const INDEX_PUT = `${NOW_MS}
+local ttl = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+return 1`;
+
+const INDEX_COUNT = `${NOW_MS}
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+return redis.call('ZCARD', KEYS[1])`;
+
+/** A command Redis has not answered by then has failed: a frozen Redis must not hang requests. */
+export const REDIS_COMMAND_TIMEOUT_MS = 1000;
+
+/**
+ * `command`, failed with a StoreUnavailableError once it has gone unanswered for `ms`. node-redis's
+ * own command timeout stops counting once a command is written, so against a Redis that accepts
+ * connections but never answers (frozen, or a black-holed network) every request would hang.
+ */
+export function bounded<T>(command: Promise<T>, ms = REDIS_COMMAND_TIMEOUT_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(
+      () => reject(new StoreUnavailableError(`Redis did not answer within ${ms} ms`)),
+      ms,
+    );
+  });
+  return Promise.race([command, timeout]).finally(() => clearTimeout(timer));
+}
+
+export interface RedisStoreOptions {
+  /** Called on every command that failed or went unanswered (the Redis errors metric). */
+  onError?: () => void;
+  /**
+   * After each write that must survive a failover (records, sessions, deletions), WAIT for this
+   * many replicas to acknowledge it. 0: do not wait (a standalone Redis, or a Cluster without
+   * replicas).
+   */
+  waitReplicas?: number;
+  waitTimeoutMs?: number;
+  /** A write that fewer replicas than asked acknowledged in time: it is on the master only. */
+  onUnreplicated?: (acknowledged: number) => void;
+  /** Milliseconds, for the heartbeat's age (default performance.now). */
+  clock?: () => number;
+}
+
+/** A cached answer is used only while Redis has answered within this long... */
+export const LIVENESS_MS = 1000;
+/** ...which a PING this often keeps so while Redis is well, even when every read is cached. */
+const HEARTBEAT_MS = 250;
+
+/**
+ * The Store on Redis. Every error of the client becomes a StoreUnavailableError. Starts the
+ * heartbeat that cached reads depend on; `close` stops it.
+ */
+export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}): Store {
+  const { client } = redis;
+  const { onError = () => {}, waitReplicas = 0, waitTimeoutMs = 250 } = options;
+  const clock = options.clock ?? (() => performance.now());
+  /** When each master last answered a PING (by address; '' where one master holds every key). */
+  const answeredAt = new Map<string, number>();
+  const guard = async <T>(operation: () => Promise<T>): Promise<T> => {
+    try {
+      return await bounded(operation());
+    } catch (cause) {
+      onError();
+      throw new StoreUnavailableError('Redis did not answer', { cause });
+    }
+  };
+  const answers = trackedAnswers(client);
+  /**
+   * A PING is never answered from the cache: only Redis itself keeps the copies trusted. Every
+   * master is asked, and vouches only for its own keys: on a Cluster, one healthy node must not
+   * keep cached answers alive for keys whose master stopped answering (a revocation written
+   * elsewhere after a failover would never reach this process's copies).
+   */
+  const heartbeat = setInterval(() => {
+    void redis
+      .pingMasters((command) => bounded(command))
+      .then((pinged) => {
+        const at = clock();
+        for (const { address, answered } of pinged) if (answered) answeredAt.set(address, at);
+        // A master that went silent may come back still thinking itself master after a failover:
+        // nothing it vouched for before may be trusted again on its word, so every kept answer goes.
+        if (pinged.some(({ answered }) => !answered)) {
+          onError();
+          answers?.forget(null);
+        }
+      });
+  }, HEARTBEAT_MS).unref();
+  const vouched = (key: string): boolean =>
+    clock() - (answeredAt.get(redis.nodeOf(key)) ?? -Infinity) < LIVENESS_MS;
+  /**
+   * A tracked read: the kept answer while Redis vouches for this process (its invalidations still
+   * arrive), else Redis's own, kept for next time. Absent keys are not kept: a caller trying
+   * unknown tokens must not crowd out the live ones.
+   */
+  const tracked = async <T extends NonNullable<unknown>>(
+    key: string,
+    options: { cached?: boolean },
+    read: () => Promise<T | null>,
+  ): Promise<T | null> => {
+    if (!answers || options.cached !== true || !vouched(key)) return guard(read);
+    const kept = answers.recall(key);
+    if (kept !== undefined) return kept as T;
+    const epoch = answers.epoch;
+    const answer = await guard(read);
+    if (answer !== null) answers.remember(key, answer, epoch);
+    return answer;
+  };
+  const script = (source: string, keys: string[], args: string[]) =>
+    guard(() => client.eval(source, { keys, arguments: args }));
+  /**
+   * Replication is asynchronous: a master that dies before its replica has a write loses it on
+   * failover. WAIT, on the connection that wrote (so it covers that write), narrows that to writes
+   * still unacknowledged when the master died, which the caller never saw succeed.
+   */
+  const replicated = async (key: string): Promise<void> => {
+    if (waitReplicas === 0) return;
+    const acknowledged = Number(
+      await guard(() =>
+        redis.sendCommand(key, ['WAIT', String(waitReplicas), String(waitTimeoutMs)]),
+      ),
+    );
+    if (acknowledged < waitReplicas) options.onUnreplicated?.(acknowledged);
+  };
+
+  return {
+    get: (key, options = {}) =>
+      tracked(
+        key,
+        options,
+        async () => (await redis.sendCommand(key, ['GET', key])) as string | null,
+      ),
+    set: async (key, value, ttlMs) => {
+      await guard(() => client.set(key, value, { expiration: { type: 'PX', value: ttlMs } }));
+      await replicated(key);
+    },
+    setIfAbsent: async (key, value, ttlMs) =>
+      (await guard(() =>
+        client.set(key, value, { expiration: { type: 'PX', value: ttlMs }, condition: 'NX' }),
+      )) === 'OK',
+    take: async (key) => {
+      const value = await guard(() => client.getDel(key));
+      if (value !== null) await replicated(key);
+      return value;
+    },
+    del: async (...keys) => {
+      // One key at a time keeps every command on one slot when the keys span several (Cluster).
+      if (keys.length === 0) return;
+      await guard(() => Promise.all(keys.map((key) => client.del(key))));
+      await Promise.all(keys.map(replicated));
+    },
+    expire: async (key, ttlMs) => {
+      await guard(() => client.pExpire(key, ttlMs));
+      await replicated(key);
+    },
+    deleteIfEquals: async (key, value) => (await script(DELETE_IF_EQUALS, [key], [value])) === 1,
+    getVersioned: (key, options = {}) =>
+      tracked(key, options, async () => {
+        const [version, value] = (await redis.sendCommand(key, ['HMGET', key, 'v', 'd'])) as (
+          string | null
+        )[];
+        if (version === null || version === undefined || value === null || value === undefined)
+          return null;
+        return Object.freeze({ version: Number(version), value });
+      }),
+    setVersioned: async (key, expected, value, ttlMs) => {
+      const written =
+        (await script(SET_VERSIONED, [key], [String(expected), value, String(ttlMs)])) === 1;
+      if (written) await replicated(key);
+      return written;
+    },
+    setAdd: async (key, member, ttlMs) => {
+      await script(SET_ADD, [key], [member, String(ttlMs)]);
+      await replicated(key);
+    },
+    setRemove: async (key, member) => {
+      await guard(() => client.sRem(key, member));
+      await replicated(key);
+    },
+    setMembers: async (key) => [
+      ...((await guard(() => redis.sendCommand(key, ['SMEMBERS', key]))) as Iterable<string>),
+    ],
+    indexPut: async (key, member, ttlMs) => {
+      await script(INDEX_PUT, [key], [member, String(ttlMs)]);
+    },
+    indexRemove: async (key, member) => {
+      await guard(() => client.zRem(key, member));
+    },
+    indexCount: async (key) => Number(await script(INDEX_COUNT, [key], [])),
+    ping: async () => {
+      await guard(() => client.ping());
+    },
+    close: async () => {
+      clearInterval(heartbeat);
+      if (client.isOpen) await client.close();
+    },
+  };
+}

@@ -1,0 +1,102 @@
+import { BasicClientSideCache, BasicPooledClientSideCache, type RedisArgument } from 'redis';
+
+type ClientSideCacheConfig = NonNullable<ConstructorParameters<typeof BasicClientSideCache>[0]>;
+
+/**
+ * Answers of tracked reads, kept in process until Redis says their key changed. node-redis's own
+ * client-side cache does the tracking (CLIENT TRACKING on every connection, invalidations pushed
+ * by Redis), but answering from it costs a command build, a cache-key string and a structured
+ * clone per hit: more than the Redis round trip it saves. So reads go to Redis raw on a miss,
+ * and their answers are kept here, dropped on the same invalidations and whenever node-redis
+ * drops its cache (an error, a closed connection, a Cluster rediscovery).
+ */
+export class TrackedAnswers {
+  readonly #answers = new Map<string, unknown>();
+  readonly #max: number;
+  #epoch = 0;
+  #suspended = false;
+  hits = 0;
+
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  /** Changes with every invalidation: an answer read across one is not kept. */
+  get epoch(): number {
+    return this.#epoch;
+  }
+
+  recall(key: string): unknown {
+    if (this.#suspended) return undefined;
+    const answer = this.#answers.get(key);
+    if (answer !== undefined) this.hits++;
+    return answer;
+  }
+
+  /** Keep `answer`, read when `epoch` was current, unless anything was invalidated since. */
+  remember(key: string, answer: unknown, epoch: number): void {
+    if (this.#suspended || epoch !== this.#epoch) return;
+    this.#answers.delete(key);
+    this.#answers.set(key, answer);
+    for (const oldest of this.#answers.keys()) {
+      if (this.#answers.size <= this.#max) break;
+      this.#answers.delete(oldest);
+    }
+  }
+
+  /** One key changed, or (null) any may have: Redis flushed, or a connection was lost. */
+  forget(key: string | null): void {
+    this.#epoch++;
+    if (key === null) this.#answers.clear();
+    else this.#answers.delete(key);
+  }
+
+  suspend(suspended: boolean): void {
+    this.#suspended = suspended;
+    this.forget(null);
+  }
+}
+
+// TypeScript's rule for mixins: a constructor of one rest parameter of type any[].
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type CacheClass = new (...args: any[]) => BasicClientSideCache;
+
+/** A node-redis cache class whose instances tell `answers` of everything they drop. */
+function withAnswers<Base extends CacheClass>(base: Base) {
+  return class extends base {
+    readonly answers: TrackedAnswers;
+
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    constructor(...args: any[]) {
+      super(...args);
+      this.answers = new TrackedAnswers((args[0] as ClientSideCacheConfig).maxEntries ?? 0);
+    }
+
+    override invalidate(key: RedisArgument | null): void {
+      super.invalidate(key);
+      this.answers.forget(key === null ? null : key.toString());
+    }
+
+    override clear(resetStats?: boolean): void {
+      super.clear(resetStats);
+      // Undefined only while the base constructor runs.
+      (this.answers as TrackedAnswers | undefined)?.forget(null);
+    }
+  };
+}
+
+/** The cache of one standalone client. */
+export const TrackedCache = withAnswers(BasicClientSideCache);
+
+/** The cache of the clients of a Sentinel or Cluster pool, which may also be disabled a while. */
+export class TrackedPooledCache extends withAnswers(BasicPooledClientSideCache) {
+  override disable(): void {
+    super.disable();
+    this.answers.suspend(true);
+  }
+
+  override enable(): void {
+    super.enable();
+    this.answers.suspend(false);
+  }
+}
