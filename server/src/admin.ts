@@ -9,9 +9,9 @@
  *   drop-session --connection <id>
  *                               the same, for the session that holds this connection
  */
-import { createAdmin } from './admin-commands.ts';
+import { createAdmin } from './ops/admin-commands.ts';
 import { ConfigError, loadConfig } from './config.ts';
-import { createRedis } from './store/topology.ts';
+import { createRedis } from './store/redis/clients.ts';
 
 const USAGE =
   'usage: admin stats | reencrypt | drop-session <sid> | drop-session --connection <id>';

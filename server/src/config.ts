@@ -1,9 +1,9 @@
 import { DEV_EXTENSION_REDIRECT_URLS } from '@baton/shared';
 import { z } from 'zod';
-import { parseAllowlist, type Allowlist } from './allowlist.ts';
+import { parseAllowlist, type Allowlist } from './oauth/allowlist.ts';
 import { parseKeyring, type Keyring } from './crypto.ts';
-import type { SessionLifetime } from './sessions.ts';
-import { parseClusterNodes, parseSentinel, type RedisTopology } from './store/topology.ts';
+import type { SessionLifetime } from './connections/sessions.ts';
+import { parseClusterNodes, parseSentinel, type RedisTopology } from './store/redis/clients.ts';
 
 /** Everything the broker reads from its environment, parsed once at start-up. */
 export interface Config {

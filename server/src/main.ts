@@ -2,17 +2,18 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
-import { createApp } from './app.ts';
+import { createApp } from './http/app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
-import { checkDurability, configGetWith } from './durability.ts';
-import { createWebhook } from './events.ts';
-import { configureServer } from './http.ts';
-import { createLogger } from './logger.ts';
-import { createMetrics, metricsApp } from './metrics.ts';
-import { createShutdown } from './shutdown.ts';
-import { bounded } from './store/redis.ts';
-import { createRedis } from './store/topology.ts';
-import { storeDeps } from './wiring.ts';
+import { checkDurability, configGetWith } from './ops/durability.ts';
+import { createWebhook } from './ops/events.ts';
+import { configureServer } from './http/listener.ts';
+import { createLogger } from './ops/logger.ts';
+import { metricsApp } from './http/metrics-route.ts';
+import { createMetrics } from './ops/metrics.ts';
+import { createShutdown } from './ops/shutdown.ts';
+import { bounded } from './store/redis/store.ts';
+import { createRedis } from './store/redis/clients.ts';
+import { storeDeps } from './http/stores.ts';
 
 /** Reads the environment, connects the store, listens, and shuts down gracefully on SIGTERM. */
 async function main(): Promise<void> {

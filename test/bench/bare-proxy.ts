@@ -7,7 +7,7 @@
  */
 import { createServer } from 'node:http';
 import { Pool } from 'undici';
-import { relay } from '../../server/src/proxy.ts';
+import { relay } from '../../server/src/connections/proxy.ts';
 
 const apiUrl = new URL(process.env.UPSTREAM_API_URL ?? '');
 const token = process.env.UPSTREAM_TOKEN ?? '';

@@ -9,11 +9,14 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
-import { createConnectionRepository, type ConnectionRecord } from '../../server/src/connections.ts';
+import {
+  createConnectionRepository,
+  type ConnectionRecord,
+} from '../../server/src/connections/records.ts';
 import { createSealer, parseKeyring, randomToken } from '../../server/src/crypto.ts';
-import { createSessions } from '../../server/src/sessions.ts';
-import { createRedisClient, createRedisStore } from '../../server/src/store/redis.ts';
-import { standalone } from '../../server/src/store/topology.ts';
+import { createSessions } from '../../server/src/connections/sessions.ts';
+import { createRedisStore } from '../../server/src/store/redis/store.ts';
+import { createRedisClient, standalone } from '../../server/src/store/redis/clients.ts';
 import { RedisServer } from '../support/redis.ts';
 import { BARE_PROXY, BROKER_MAIN, ELD_HOOK, freePort, Proc, SANDBOX_MAIN } from './procs.ts';
 
