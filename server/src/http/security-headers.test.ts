@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { fixedHeaders } from './app.ts';
+import { fixedHeaders } from './security-headers.ts';
 
 async function headersBehind(middleware: RequestHandler): Promise<Record<string, string>> {
   const app = express();
