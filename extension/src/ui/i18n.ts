@@ -4,7 +4,12 @@ import type messages from '../../public/_locales/en/messages.json';
 /** Every message key; en/messages.json is the reference (a unit test keeps fr and nl complete). */
 export type MessageKey = keyof typeof messages;
 
-const getMessage = browser.i18n.getMessage as (key: string, substitutions?: string[]) => string;
+/** Looked up at each call, so a unit test can put the fake browser's own in place. */
+const getMessage = (key: string, substitutions?: string[]): string =>
+  (browser.i18n.getMessage as (key: string, substitutions?: string[]) => string)(
+    key,
+    substitutions,
+  );
 
 export function t(key: MessageKey, ...substitutions: string[]): string {
   return getMessage(key, substitutions) || key;

@@ -3,7 +3,7 @@ import { BUILD_BROKER_URL } from '../build-env.ts';
 import { sendMessage } from '../messaging.ts';
 import { emptyView, viewItem } from '../state/view.ts';
 import { localizeDocument } from './document.ts';
-import { mountPopup } from './popup.ts';
+import { mountPopup } from './popup/mount.ts';
 
 /** Wires the popup to the real browser. */
 export function startPopup(): void {

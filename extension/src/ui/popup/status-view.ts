@@ -1,0 +1,92 @@
+import { isBenign } from '../../problems.ts';
+import { h, icon, ICONS } from '../dom.ts';
+import { t, type MessageKey } from '../i18n.ts';
+import type { StatusAction, StatusModel, Tone } from './status.ts';
+
+const TONE_ICONS: Record<Tone, readonly string[] | null> = {
+  info: ICONS.info,
+  success: ICONS.check,
+  warning: ICONS.alert,
+  error: ICONS.alert,
+  progress: null,
+};
+
+const BUTTONS: Record<
+  StatusAction['kind'],
+  { label: MessageKey; testId: string; primary: boolean }
+> = {
+  retry: { label: 'retryButton', testId: 'retry-button', primary: true },
+  grant: { label: 'grantButton', testId: 'grant-permission-button', primary: true },
+  dismiss: { label: 'dismissButton', testId: 'dismiss-button', primary: false },
+};
+
+/**
+ * The status line: a live region rewritten only when its message changes (`key`), so a screen
+ * reader announces each message once. Returns the key now shown.
+ */
+export function renderStatus(
+  region: HTMLElement,
+  model: StatusModel | null,
+  shownKey: string,
+  run: (action: StatusAction) => void,
+): string {
+  region.dataset['state'] = model?.state ?? 'idle';
+  if (model?.problem !== undefined) region.dataset['problem'] = model.problem;
+  else delete region.dataset['problem'];
+  const key = model === null ? '' : `${model.key}|${model.text}`;
+  if (key === shownKey) return key;
+  if (model === null) {
+    region.replaceChildren();
+    return key;
+  }
+  const toneIcon = TONE_ICONS[model.tone];
+  const connecting = model.state === 'connecting';
+  const [title, ...rest] = connecting ? [t('connectingTitle'), t('connectingBody')] : [model.text];
+  region.replaceChildren(
+    h(
+      'div',
+      { class: `notice notice--${model.tone}` },
+      model.tone === 'progress'
+        ? h('span', { class: 'spinner', 'aria-hidden': 'true' })
+        : toneIcon === null
+          ? null
+          : icon(toneIcon, 'icon notice-icon'),
+      h(
+        'div',
+        { class: 'notice-body' },
+        h(
+          'p',
+          { class: 'notice-text', 'data-testid': 'status-message' },
+          connecting ? h('strong', {}, title) : title,
+        ),
+        rest.map((line) => h('p', { class: 'notice-sub' }, line)),
+        model.problem !== undefined && !isBenign(model.problem) && model.problem !== 'access_denied'
+          ? h('p', { class: 'notice-code' }, t('problemCode', model.problem))
+          : null,
+        model.actions.length > 0
+          ? h(
+              'div',
+              { class: 'notice-actions' },
+              model.actions.map((action) => {
+                const button = BUTTONS[action.kind];
+                return h(
+                  'button',
+                  {
+                    type: 'button',
+                    class: button.primary
+                      ? 'btn btn--small btn--primary'
+                      : 'btn btn--small btn--quiet',
+                    'data-testid': button.testId,
+                    'data-focus': `status:${button.testId}`,
+                    onclick: () => run(action),
+                  },
+                  t(button.label),
+                );
+              }),
+            )
+          : null,
+      ),
+    ),
+  );
+  return key;
+}

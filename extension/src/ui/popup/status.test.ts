@@ -1,0 +1,209 @@
+import { fakeBrowser } from 'wxt/testing/fake-browser';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Problem } from '../../problems.ts';
+import {
+  emptyView,
+  type FlowState,
+  type Notice,
+  type SyncState,
+  type View,
+} from '../../state/view.ts';
+import { OUTCOME_FRESH_MS, statusOf, type StatusModel } from './status.ts';
+
+const NOW = Date.UTC(2026, 10, 24, 12);
+const BROKER = 'https://broker.example.be';
+
+const view = (
+  parts: { flow?: FlowState; notice?: Notice | null; sync?: SyncState } = {},
+): View => ({ ...emptyView(BROKER), signedIn: true, ...parts });
+
+const running: FlowState = { status: 'running', locale: 'nl', reconnectId: null, startedAt: NOW };
+const failed = (problem: Problem, at = NOW - 1000): FlowState => ({
+  status: 'failed',
+  problem,
+  reconnectId: 'c2',
+  at,
+});
+const succeeded = (at = NOW - 1000): FlowState => ({
+  status: 'succeeded',
+  connectionId: 'c1',
+  reconnected: false,
+  at,
+});
+const syncFailed: SyncState = { status: 'failed', problem: { code: 'timeout' }, at: null };
+
+/** The parts of a status that the table pins (its text is the translation's business). */
+const shape = (model: StatusModel | null) =>
+  model === null
+    ? null
+    : {
+        key: model.key,
+        state: model.state,
+        tone: model.tone,
+        problem: model.problem,
+        actions: model.actions.map((action) =>
+          action.kind === 'dismiss'
+            ? 'dismiss'
+            : `${action.kind}:${action.retry.kind === 'refresh' ? 'refresh' : `connect(${action.retry.reconnectId})`}`,
+        ),
+      };
+
+beforeAll(() => {
+  // The messages themselves are the translations' business (locales.test.ts): keys will do here.
+  fakeBrowser.i18n.getMessage = ((key: string) => key) as typeof fakeBrowser.i18n.getMessage;
+});
+
+describe('which message the status line shows', () => {
+  it.each<[string, View, Problem | null, ReturnType<typeof shape>]>([
+    ['nothing to say', view(), null, null],
+    [
+      'a flow in progress wins over everything',
+      view({ flow: running, notice: { kind: 'signed_out' }, sync: syncFailed }),
+      { code: 'unexpected' },
+      {
+        key: `running:${NOW}`,
+        state: 'connecting',
+        tone: 'progress',
+        problem: undefined,
+        actions: [],
+      },
+    ],
+    [
+      "the popup's own error comes next, retried by a refresh",
+      view({ flow: failed({ code: 'access_denied' }), sync: syncFailed }),
+      { code: 'unexpected' },
+      {
+        key: 'local-error',
+        state: 'error',
+        tone: 'error',
+        problem: 'unexpected',
+        actions: ['retry:refresh', 'dismiss'],
+      },
+    ],
+    [
+      'a fresh denial: a warning, retried by starting that flow again',
+      view({ flow: failed({ code: 'access_denied' }), notice: { kind: 'signed_out' } }),
+      null,
+      {
+        key: `flow-failed:${NOW - 1000}`,
+        state: 'denied',
+        tone: 'warning',
+        problem: 'access_denied',
+        actions: ['retry:connect(c2)', 'dismiss'],
+      },
+    ],
+    [
+      'a cancelled flow is information, not an error',
+      view({ flow: failed({ code: 'cancelled' }) }),
+      null,
+      {
+        key: `flow-failed:${NOW - 1000}`,
+        state: 'cancelled',
+        tone: 'info',
+        problem: 'cancelled',
+        actions: ['retry:connect(c2)', 'dismiss'],
+      },
+    ],
+    [
+      'an unreachable broker',
+      view({ flow: failed({ code: 'broker_unreachable' }) }),
+      null,
+      {
+        key: `flow-failed:${NOW - 1000}`,
+        state: 'unreachable',
+        tone: 'error',
+        problem: 'broker_unreachable',
+        actions: ['retry:connect(c2)', 'dismiss'],
+      },
+    ],
+    [
+      'a missing host permission offers to grant it, then retry',
+      view({ flow: failed({ code: 'permission_missing' }) }),
+      null,
+      {
+        key: `flow-failed:${NOW - 1000}`,
+        state: 'permission',
+        tone: 'warning',
+        problem: 'permission_missing',
+        actions: ['grant:connect(c2)', 'dismiss'],
+      },
+    ],
+    [
+      'an old flow outcome is history: the notice shows',
+      view({
+        flow: failed({ code: 'access_denied' }, NOW - OUTCOME_FRESH_MS),
+        notice: { kind: 'session_ended' },
+      }),
+      null,
+      {
+        key: 'notice:session_ended',
+        state: 'notice',
+        tone: 'warning',
+        problem: undefined,
+        actions: ['dismiss'],
+      },
+    ],
+    [
+      'a fresh success',
+      view({ flow: succeeded(), sync: syncFailed }),
+      null,
+      {
+        key: `flow-ok:${NOW - 1000}`,
+        state: 'success',
+        tone: 'success',
+        problem: undefined,
+        actions: ['dismiss'],
+      },
+    ],
+    [
+      'a failed action notice is retried by a refresh',
+      view({ notice: { kind: 'action_failed', problem: { code: 'server_error' } } }),
+      null,
+      {
+        key: 'notice:server_error',
+        state: 'error',
+        tone: 'error',
+        problem: 'server_error',
+        actions: ['retry:refresh', 'dismiss'],
+      },
+    ],
+    [
+      'signed out locally names its problem',
+      view({ notice: { kind: 'signed_out_locally', problem: { code: 'timeout' } } }),
+      null,
+      {
+        key: 'notice:signed_out_locally',
+        state: 'notice',
+        tone: 'warning',
+        problem: 'timeout',
+        actions: ['dismiss'],
+      },
+    ],
+    [
+      'a notice wins over a failed refresh',
+      view({ notice: { kind: 'disconnected', connectionId: 'c1' }, sync: syncFailed }),
+      null,
+      {
+        key: 'notice:disconnected:c1',
+        state: 'notice',
+        tone: 'info',
+        problem: undefined,
+        actions: ['dismiss'],
+      },
+    ],
+    [
+      'a failed refresh, last',
+      view({ flow: succeeded(NOW - OUTCOME_FRESH_MS - 1), sync: syncFailed }),
+      null,
+      {
+        key: 'sync:timeout',
+        state: 'unreachable',
+        tone: 'error',
+        problem: 'timeout',
+        actions: ['retry:refresh', 'dismiss'],
+      },
+    ],
+  ])('%s', (_name, v, localError, expected) => {
+    expect(shape(statusOf(v, localError, NOW))).toEqual(expected);
+  });
+});
