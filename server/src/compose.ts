@@ -6,6 +6,7 @@ import { createConnectionRepository } from './connections/records.ts';
 import { createTokenService } from './connections/refresh/service.ts';
 import { createSessions } from './connections/sessions.ts';
 import { createSealer } from './crypto.ts';
+import { createHandoffs } from './oauth/handoff.ts';
 import { createProvider } from './oauth/provider.ts';
 import { noEvents, type EventSink } from './ops/events.ts';
 import type { Store } from './store/types.ts';
@@ -63,6 +64,7 @@ export function composeServices(deps: ServiceDeps) {
     leaseMs: deps.tokenTimeoutMs === undefined ? config.refreshLeaseMs : tokenTimeoutMs + 5000,
   });
   const loadConnection = createConnectionLoader({ config, connections, log });
-  return { now, sealer, provider, sessions, connections, events, tokens, loadConnection };
+  const handoffs = createHandoffs({ store, sealer, now });
+  return { now, provider, handoffs, sessions, connections, events, tokens, loadConnection };
 }
 export type Services = ReturnType<typeof composeServices>;

@@ -11,7 +11,8 @@ import { createReadiness, errorAnswer } from './answers.ts';
 import { clientAddress, type TrustProxy } from './limits.ts';
 import { metricsHandler } from './metrics-route.ts';
 import { apiRouter } from './routes/api.ts';
-import { authRouter, FLOW_TTL_MS } from './routes/auth.ts';
+import { FLOW_TTL_MS } from '../oauth/flows.ts';
+import { authRouter } from './routes/auth.ts';
 import { proxyRoute } from './routes/proxy-route.ts';
 import { apiHeaders, pageHeaders, type SetHeaders } from './security-headers.ts';
 import { createSessionGate } from './session-auth.ts';
@@ -44,7 +45,7 @@ export interface BrokerApp {
 export function createApp(deps: AppDeps): BrokerApp {
   const { config, store, log, metrics } = deps;
   const services = composeServices(deps);
-  const { now, sealer, provider, sessions, connections, events, tokens } = services;
+  const { now, provider, handoffs, sessions, connections, events, tokens } = services;
   const readiness = createReadiness(store, log);
   const fail = errorAnswer(log, readiness);
   const https = config.publicUrl.protocol === 'https:';
@@ -111,7 +112,7 @@ export function createApp(deps: AppDeps): BrokerApp {
       cookie: { httpOnly: true, sameSite: 'lax', secure: https, path: '/', maxAge: FLOW_TTL_MS },
     }),
   );
-  app.use(authRouter({ config, store, sealer, provider, now, log }));
+  app.use(authRouter({ config, store, handoffs, provider, now, log }));
   app.post('/session', limiter('session', 30));
   const requireSid = createSessionGate({
     sessions,
@@ -124,7 +125,7 @@ export function createApp(deps: AppDeps): BrokerApp {
   app.use(
     apiRouter({
       store,
-      sealer,
+      handoffs,
       sessions,
       connections,
       loadConnection,

@@ -2,13 +2,14 @@ import { RedisStore as SessionRedisStore } from 'connect-redis';
 import { MemoryStore } from 'express-session';
 import { RedisStore as RateLimitRedisStore, type RedisReply } from 'rate-limit-redis';
 import type { AppDeps } from './app.ts';
+import { FLOW_TTL_MS } from '../oauth/flows.ts';
 import { keys } from '../store/keys.ts';
 import { createMemoryStore } from '../store/memory.ts';
 import { bounded, createRedisStore, type RedisStoreOptions } from '../store/redis/store.ts';
 import type { Redis } from '../store/redis/clients.ts';
 
-/** FLOW_TTL in seconds, for the authorization window's session. */
-const AUTH_SESSION_TTL_SECONDS = 600;
+/** The authorization window's session lives as long as the flow it holds. */
+const AUTH_SESSION_TTL_SECONDS = FLOW_TTL_MS / 1000;
 
 /**
  * The three stores the app needs, on one Redis of any topology (connect-redis for the

@@ -1,5 +1,4 @@
 import {
-  codeChallengeS256,
   sessionCreateRequestSchema,
   type ConnectionsResponse,
   type SessionCreateResponse,
@@ -12,19 +11,19 @@ import {
   type ConnectionRepository,
   type LoadedConnection,
 } from '../../connections/records.ts';
-import { hashToken, randomToken, safeEqual, type Sealer } from '../../crypto.ts';
+import { randomToken } from '../../crypto.ts';
 import { BrokerError, invalidRequest, invalidSession, notFound } from '../../errors.ts';
 import { keys } from '../../store/keys.ts';
 import type { Sessions } from '../../connections/sessions.ts';
 import type { Store } from '../../store/types.ts';
 import type { ConnectionLoader } from '../../connections/loader.ts';
 import { bearer, type RequireSid } from '../session-auth.ts';
-import { handoffAad, HANDOFF_TTL_MS, type HandoffPayload } from './auth.ts';
+import type { HandoffPayload, Handoffs } from '../../oauth/handoff.ts';
 import type { EventSink } from '../../ops/events.ts';
 
 export interface ApiDeps {
   store: Store;
-  sealer: Sealer;
+  handoffs: Handoffs;
   sessions: Sessions;
   connections: ConnectionRepository;
   loadConnection: ConnectionLoader;
@@ -35,7 +34,7 @@ export interface ApiDeps {
 }
 
 export function apiRouter(deps: ApiDeps): Router {
-  const { store, sealer, sessions, connections, loadConnection, requireSid, now, log } = deps;
+  const { store, handoffs, sessions, connections, loadConnection, requireSid, now, log } = deps;
   const router = Router();
 
   router.use(['/session', '/connections'], (_req, res, next) => {
@@ -55,14 +54,7 @@ export function apiRouter(deps: ApiDeps): Router {
     if (!body.success) throw invalidRequest('Expected { handoff, code_verifier }.');
     const { handoff, code_verifier: verifier } = body.data;
 
-    // Consumed before it is checked: any attempt, right or wrong, burns the handoff.
-    const hash = hashToken(handoff);
-    const sealed = await store.take(keys.handoff(hash));
-    const rejected = new BrokerError('invalid_grant', 'The handoff is unknown, used or expired.');
-    if (sealed === null) throw rejected;
-    const payload = JSON.parse(sealer.open(sealed, handoffAad(hash))) as HandoffPayload;
-    if (now() - payload.createdAt >= HANDOFF_TTL_MS) throw rejected;
-    if (!safeEqual(await codeChallengeS256(verifier), payload.challenge)) throw rejected;
+    const payload = await handoffs.redeem(handoff, verifier);
 
     const existing = bearer(req.headers);
     const joined = existing === undefined ? null : await sessions.resolve(existing);

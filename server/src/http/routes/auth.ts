@@ -1,23 +1,21 @@
-import { authStartQuerySchema, type AuthRedirectError, type Locale } from '@baton/shared';
+import { authStartQuerySchema, type AuthRedirectError } from '@baton/shared';
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import type { Logger } from 'pino';
 import { checkApiUrl } from '../../oauth/allowlist.ts';
 import type { Config } from '../../config.ts';
-import { hashToken, randomToken, safeEqual, type Sealer } from '../../crypto.ts';
+import { hashToken, randomToken, safeEqual } from '../../crypto.ts';
+import {
+  FLOW_TTL_MS,
+  livePending,
+  MAX_PENDING_FLOWS,
+  type PendingFlow,
+} from '../../oauth/flows.ts';
+import type { Handoffs } from '../../oauth/handoff.ts';
 import { keys } from '../../store/keys.ts';
 import { errorPage } from '../pages.ts';
 import type { Provider } from '../../oauth/provider.ts';
 import { isStoreDown } from '../../store/errors.ts';
 import type { Store } from '../../store/types.ts';
-
-/** An authorization started at /auth/start and not yet finished, kept in the browser's session. */
-export interface PendingFlow {
-  state: string;
-  redirectUri: string;
-  challenge: string;
-  locale: Locale;
-  createdAt: number;
-}
 
 declare module 'express-session' {
   interface SessionData {
@@ -25,25 +23,10 @@ declare module 'express-session' {
   }
 }
 
-export const FLOW_TTL_MS = 10 * 60 * 1000;
-export const HANDOFF_TTL_MS = 60 * 1000;
-/** Pending flows one browser may hold at once (tabs); the oldest give way. */
-const MAX_PENDING_FLOWS = 5;
-
-/** What a handoff holds until the extension redeems it at POST /session. Sealed at rest. */
-export interface HandoffPayload {
-  apiUrl: string;
-  challenge: string;
-  createdAt: number;
-  tokens: { accessToken: string; refreshToken: string; expiresAt: number };
-}
-
-export const handoffAad = (hash: string) => `handoff:${hash}`;
-
 export interface AuthDeps {
   config: Config;
   store: Store;
-  sealer: Sealer;
+  handoffs: Handoffs;
   provider: Provider;
   now: () => number;
   log: Logger;
@@ -64,7 +47,7 @@ function badRequest(res: Response, detail: string): void {
 }
 
 export function authRouter(deps: AuthDeps): Router {
-  const { config, store, sealer, provider, now, log } = deps;
+  const { config, store, handoffs, provider, now, log } = deps;
   const router = Router();
 
   router.use((_req, res, next) => {
@@ -73,8 +56,7 @@ export function authRouter(deps: AuthDeps): Router {
     next();
   });
 
-  const livePending = (req: Request): PendingFlow[] =>
-    (req.session.flows ?? []).filter((flow) => now() - flow.createdAt < FLOW_TTL_MS);
+  const pendingOf = (req: Request): PendingFlow[] => livePending(req.session.flows, now());
 
   const saveSession = (req: Request): Promise<void> =>
     new Promise((resolve, reject) =>
@@ -106,7 +88,7 @@ export function authRouter(deps: AuthDeps): Router {
       locale: query.locale,
       createdAt: now(),
     };
-    req.session.flows = [...livePending(req), flow].slice(-MAX_PENDING_FLOWS);
+    req.session.flows = [...pendingOf(req), flow].slice(-MAX_PENDING_FLOWS);
     await saveSession(req);
 
     const authorize = new URL(`${config.authUrl}/${query.locale}/api/oauth2/authorize`);
@@ -141,7 +123,7 @@ export function authRouter(deps: AuthDeps): Router {
   };
 
   router.get('/auth/callback', async (req, res) => {
-    const pending = livePending(req);
+    const pending = pendingOf(req);
     const latest = pending.at(-1);
     const state = single(req, 'state');
     const flow = state === undefined ? undefined : pending.find((f) => safeEqual(f.state, state));
@@ -187,19 +169,7 @@ export function authRouter(deps: AuthDeps): Router {
       return backToExtension(res, flow, { error: 'exchange_failed' });
     }
 
-    const handoff = randomToken(32);
-    const hash = hashToken(handoff);
-    const payload: HandoffPayload = {
-      apiUrl,
-      challenge: flow.challenge,
-      createdAt: now(),
-      tokens,
-    };
-    await store.set(
-      keys.handoff(hash),
-      sealer.seal(JSON.stringify(payload), handoffAad(hash)),
-      HANDOFF_TTL_MS,
-    );
+    const handoff = await handoffs.issue({ apiUrl, challenge: flow.challenge, tokens });
     backToExtension(res, flow, { handoff });
   });
 
