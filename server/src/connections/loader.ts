@@ -5,9 +5,9 @@ import { checkApiUrl } from '../oauth/allowlist.ts';
 import type { ConnectionRecord, ConnectionRepository, LoadedConnection } from './records.ts';
 
 /**
- * Loads a connection of a session, re-checked against the allowlist on every use (once per record
- * read: records are frozen and the allowlist is fixed at start-up). From the client-side cache when
- * it holds it, as the session check is (see Store.getVersioned).
+ * Loads a connection of a session, re-checked against the allowlist on every use: once per record
+ * read, by the identity rule of records.ts (the allowlist is fixed at start-up). From the
+ * client-side cache when it holds it, as the session check is (see Store.getVersioned).
  */
 export function createConnectionLoader(deps: {
   config: Config;

@@ -87,7 +87,7 @@ export async function discard(response: Dispatcher.ResponseData): Promise<void> 
 
 const bases = new WeakMap<ConnectionRecord, { origin: string; path: string }>();
 
-/** A record's api_url as origin and path, parsed once per record read (records are frozen). */
+/** A record's api_url as origin and path, parsed once per record read (records.ts's identity rule). */
 function apiBase(record: ConnectionRecord): { origin: string; path: string } {
   let base = bases.get(record);
   if (!base) {
@@ -154,17 +154,20 @@ export function createProxy(deps: ProxyDeps) {
   }
 
   return {
-    /** `body`: the request's, already read (null: none). */
+    /**
+     * `body`: the request's, already read (null: none); `below`: the path the call asks for under
+     * api_url, and `query` its query string, both as the client sent them.
+     */
     async forward(
       req: IncomingMessage,
       body: Buffer | null,
       res: ServerResponse,
       loaded: LoadedConnection,
       tokens: CallTokens,
+      below: string,
+      query: string | undefined,
     ): Promise<void> {
-      const [rawPath = '', query] = (req.url ?? '').split(/\?(.*)/s, 2);
-      const below = /^\/connections\/[^/]+\/api\/(.*)$/s.exec(rawPath)?.[1];
-      const path = below === undefined ? undefined : checkProxyPath(below);
+      const path = checkProxyPath(below);
       if (path === undefined)
         throw new BrokerError('invalid_request', 'The API path is not allowed.');
 

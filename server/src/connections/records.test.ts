@@ -60,6 +60,8 @@ describe('records opened again', () => {
     const second = await repo.load('sid', 'c1');
     expect(opens()).toBe(1);
     expect(second).toEqual({ record, version: 1 });
+    // The identity rule: the caches keyed by record object (loader, proxy) depend on it.
+    expect(second!.record).toBe(first!.record);
     expect(Object.isFrozen(first!.record) && Object.isFrozen(first!.record.tokens)).toBe(true);
   });
 
@@ -74,8 +76,11 @@ describe('records opened again', () => {
       ...record,
       tokens: { accessToken: 'at2', refreshToken: 'rt2', expiresAt: 3_000 },
     };
+    const before = (await repo.load('sid', 'c1'))!.record;
     await repository(store, A).save('sid', rotated, 1);
-    expect(await repo.load('sid', 'c1')).toEqual({ record: rotated, version: 2 });
+    const after = await repo.load('sid', 'c1');
+    expect(after).toEqual({ record: rotated, version: 2 });
+    expect(after!.record).not.toBe(before);
     expect(opens()).toBe(2);
   });
 

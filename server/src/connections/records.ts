@@ -33,6 +33,12 @@ export interface LoadedConnection {
  * JSON parse. A changed blob is opened afresh, so this never decides what is current: the store
  * does.
  *
+ * The identity rule: for an unchanged sealed blob, `load` hands out the very same frozen record
+ * object; a changed blob gives a new one. Everything worked out once per record read is kept in a
+ * WeakMap keyed by that object and relies on this rule: the loader's allowlist re-check
+ * (connections/loader.ts), the parsed api_url (connections/proxy.ts). records.test.ts fails if
+ * the rule is ever broken.
+ *
  * A record lives exactly as long as its session has left (`sessions.remainingMs`), and is not
  * written at all once the session is gone: no record outlives its session.
  */

@@ -152,9 +152,9 @@ export function createApp(deps: AppDeps): BrokerApp {
   });
   return {
     app: (req, res) => {
-      const id = proxy.match(req.url ?? '');
-      if (id === undefined) app(req, res);
-      else void proxy.handle(req, res, id);
+      const call = proxy.match(req.url ?? '');
+      if (call === null) app(req, res);
+      else void proxy.handle(req, res, call);
     },
     tokens,
     setReady: readiness.setReady,

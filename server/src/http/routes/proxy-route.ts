@@ -3,6 +3,8 @@ import express, { type Request, type Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
+import type { LoadedConnection } from '../../connections/records.ts';
+import type { RefreshReason } from '../../connections/refresh/policy.ts';
 import type { Track } from '../access-log.ts';
 import { BrokerError } from '../../errors.ts';
 import { createProxy } from '../../connections/proxy.ts';
@@ -27,7 +29,14 @@ export interface ProxyRouteDeps {
 /** The route's template, as the metrics name it. */
 const PROXY_ROUTE = '/connections/:id/api/{*path}';
 const routeName = (): string => PROXY_ROUTE;
-const PROXY_PATH = /^\/connections\/([^/?]+)\/api\//;
+/**
+ * The route, the one place it is written as a pattern: the connection id (still encoded), the
+ * path below api_url, and the query string.
+ */
+const PROXY_PATH = /^\/connections\/([^/?]+)\/api\/([^?]*)(?:\?(.*))?$/s;
+
+/** An API call's URL, matched: [, connection id (encoded), path below api_url, query]. */
+export type ProxyMatch = RegExpExecArray;
 
 /**
  * `/connections/:id/api/<path>`: every API call the extension makes, served on plain node:http
@@ -57,12 +66,12 @@ export function proxyRoute(deps: ProxyRouteDeps) {
         });
 
   return {
-    /** The connection id (still encoded) when `url` is an API call, else undefined. */
-    match(url: string): string | undefined {
-      return PROXY_PATH.exec(url)?.[1];
+    /** The parts of `url` when it is an API call, else null. */
+    match(url: string): ProxyMatch | null {
+      return PROXY_PATH.exec(url);
     },
 
-    async handle(req: IncomingMessage, res: ServerResponse, rawId: string): Promise<void> {
+    async handle(req: IncomingMessage, res: ServerResponse, call: ProxyMatch): Promise<void> {
       track(req, res, routeName);
       prepare(res);
       try {
@@ -71,11 +80,13 @@ export function proxyRoute(deps: ProxyRouteDeps) {
           throw new BrokerError('invalid_request', `The method ${method} is not proxied.`);
         const sid = await requireSid(req);
         const body = await readBody(req, res);
-        const loaded = await loadConnection(sid, decodeId(rawId));
-        await proxy.forward(req, body, res, loaded, {
-          usable: (current, reason) => tokens.usable(sid, current, reason),
+        const loaded = await loadConnection(sid, decodeId(call[1] ?? ''));
+        const calls = {
+          usable: (current: LoadedConnection, reason?: RefreshReason) =>
+            tokens.usable(sid, current, reason),
           mayRefreshOnRejection: tokens.mayRefreshOnRejection,
-        });
+        };
+        await proxy.forward(req, body, res, loaded, calls, call[2] ?? '', call[3]);
       } catch (error) {
         fail(res, error);
       }
