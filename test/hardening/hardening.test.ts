@@ -1,21 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keysWithoutTtl } from '../support/ledger.ts';
-import { describeCallback } from './callback.ts';
-import { describeKeyRotation } from './faults-keys.ts';
-import { describeLockFaults } from './faults-locks.ts';
-import { describeProviderFaults } from './faults-provider.ts';
-import { describeRedisFaults } from './faults-redis.ts';
-import { describeHandoff } from './handoff.ts';
-import { describeProxy } from './proxy.ts';
-import { describeRotations } from './rotations.ts';
-import { describeStart } from './start.ts';
-import { describeTokenAnswers } from './token-answers.ts';
+import { describeCallback } from './callback.suite.ts';
+import { describeKeyRotation } from './faults-keys.suite.ts';
+import { describeLockFaults } from './faults-locks.suite.ts';
+import { describeProviderFaults } from './faults-provider.suite.ts';
+import { describeRedisFaults } from './faults-redis.suite.ts';
+import { describeHandoff } from './handoff.suite.ts';
+import { describeProxy } from './proxy.suite.ts';
+import { describeRotations } from './rotations.suite.ts';
+import { describeStart } from './start.suite.ts';
+import { describeTokenAnswers } from './token-answers.suite.ts';
 import { ledger, startWorld, stopWorld, world } from './world.ts';
 
 /**
  * Baton's hardening suite: it attacks the broker, breaks its dependencies and runs it as several
  * instances. One file, so that one cluster, one ledger and one final grep cover all of it; each
- * threat or fault has its own module.
+ * threat or fault has its own `*.suite.ts` module, run from here and nowhere else.
  */
 beforeAll(async () => {
   await startWorld();

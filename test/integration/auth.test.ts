@@ -28,7 +28,7 @@ const validStart = {
 
 describe('GET /auth/start', () => {
   it('redirects to the provider with client_id, response_type, redirect_uri and a fresh state, and nothing else', async () => {
-    const browser = new TestBrowser();
+    const browser = new TestBrowser(stack);
     const response = await browser.get(startUrl(validStart));
     expect(response.status).toBe(302);
     const location = new URL(response.headers.get('location')!);
@@ -83,7 +83,7 @@ describe('GET /auth/callback', () => {
 
   it('when the user denies, answers the latest pending flow with access_denied', async () => {
     stack.sandbox.sandbox.control.setConsent({ mode: 'deny' });
-    const browser = new TestBrowser();
+    const browser = new TestBrowser(stack);
     const flow = await startFlow(stack, browser);
     const { final } = await browser.navigate(flow.authorizeUrl.href);
     expect(final.href).toBe(`${EXTENSION_REDIRECT}?error=access_denied`);
@@ -93,7 +93,7 @@ describe('GET /auth/callback', () => {
   describe('when state is not the one this browser was given, the code is never sent', () => {
     async function callbackWith(
       mutate: (callback: URL, browser: TestBrowser) => URL | Promise<URL>,
-      browser = new TestBrowser(),
+      browser = new TestBrowser(stack),
     ) {
       stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
       const flow = await startFlow(stack, browser);
@@ -129,9 +129,9 @@ describe('GET /auth/callback', () => {
     });
 
     it('from another browser session: invalid_state, and the other session keeps its flow', async () => {
-      const victim = new TestBrowser();
+      const victim = new TestBrowser(stack);
       stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
-      const attackerFlow = await startFlow(stack, new TestBrowser());
+      const attackerFlow = await startFlow(stack, new TestBrowser(stack));
       const attackerCallback = await providerCallback(attackerFlow);
       await startFlow(stack, victim);
       const { final } = await victim.navigate(attackerCallback.href);
@@ -141,7 +141,7 @@ describe('GET /auth/callback', () => {
 
     it('without the cookie: a 400 page', async () => {
       stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
-      const flow = await startFlow(stack, new TestBrowser());
+      const flow = await startFlow(stack, new TestBrowser(stack));
       const callback = await providerCallback(flow);
       const response = await fetch(callback, { redirect: 'manual' });
       expect(response.status).toBe(400);
@@ -149,7 +149,7 @@ describe('GET /auth/callback', () => {
     });
 
     it('replayed after success: invalid_state, one exchange in all', async () => {
-      const browser = new TestBrowser();
+      const browser = new TestBrowser(stack);
       stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
       const flow = await startFlow(stack, browser);
       await startFlow(stack, browser); // a second pending flow, so the replay gets a redirect
@@ -163,7 +163,7 @@ describe('GET /auth/callback', () => {
     });
 
     it('after 10 minutes: invalid_state', async () => {
-      const browser = new TestBrowser();
+      const browser = new TestBrowser(stack);
       stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
       const old = await startFlow(stack, browser);
       const callback = await providerCallback(old);
@@ -176,7 +176,7 @@ describe('GET /auth/callback', () => {
     });
 
     it('when two callbacks with the same state race, only one exchanges', async () => {
-      const browser = new TestBrowser();
+      const browser = new TestBrowser(stack);
       stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
       const flow = await startFlow(stack, browser);
       const callback = await providerCallback(flow);
@@ -202,7 +202,7 @@ describe('GET /auth/callback', () => {
       ['userinfo', () => `${stack.sandbox.url}@127.0.0.1:${attacker.port}/`],
       ['missing', () => undefined],
     ])('%s: invalid_api_url', async (_name, apiUrl) => {
-      const browser = new TestBrowser();
+      const browser = new TestBrowser(stack);
       stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
       const flow = await startFlow(stack, browser);
       const callback = await providerCallback(flow);
@@ -217,7 +217,7 @@ describe('GET /auth/callback', () => {
   });
 
   it('answers exchange_failed when the provider refuses the code', async () => {
-    const browser = new TestBrowser();
+    const browser = new TestBrowser(stack);
     stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
     const flow = await startFlow(stack, browser);
     const callback = await providerCallback(flow);

@@ -24,7 +24,7 @@ describe('when another page forges a callback in the same browser, the real sign
     ['a random state', `?state=${'r'.repeat(43)}&code=x`],
     ['no state', '?code=x'],
   ])('after %s, the genuine callback still exchanges exactly once', async (_name, forged) => {
-    const browser = new TestBrowser();
+    const browser = new TestBrowser(stack);
     stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
     const flow = await startFlow(stack, browser);
     const callback = await providerCallback(flow);
@@ -35,7 +35,7 @@ describe('when another page forges a callback in the same browser, the real sign
   });
 
   it('answers a stateless denial with access_denied, and leaves the flow pending', async () => {
-    const browser = new TestBrowser();
+    const browser = new TestBrowser(stack);
     stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
     const flow = await startFlow(stack, browser);
     const denial = await browser.navigate(`${stack.broker.url}/auth/callback?error=access_denied`);
@@ -45,7 +45,7 @@ describe('when another page forges a callback in the same browser, the real sign
   });
 
   it("answers an error that carries a flow's state by ending that flow", async () => {
-    const browser = new TestBrowser();
+    const browser = new TestBrowser(stack);
     stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
     const flow = await startFlow(stack, browser);
     const callback = await providerCallback(flow);

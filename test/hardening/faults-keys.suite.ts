@@ -2,7 +2,7 @@ import { routes } from '@baton/shared';
 import { describe, expect, it } from 'vitest';
 import { callApi, connectVia, type Client, type Connected } from '../support/client.ts';
 import { storedConnection } from '../support/inspect.ts';
-import { expectSurvivors } from './survivors.ts';
+import { expectSurvivors } from './survivors.suite.ts';
 import { ledger, world } from './world.ts';
 
 const readiness = (client: Client) =>

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { callApi, connectVia } from '../support/client.ts';
 import { storedConnection } from '../support/inspect.ts';
 import { timed } from '../support/wait.ts';
-import { expectSurvivors } from './survivors.ts';
+import { expectSurvivors } from './survivors.suite.ts';
 import { world } from './world.ts';
 
 const ROTATIONS = 200;

@@ -12,7 +12,7 @@ import {
 import { stored, storedConnection } from '../support/inspect.ts';
 import { EXTENSION_REDIRECT } from '../support/stack.ts';
 import { timed } from '../support/wait.ts';
-import { expectSurvivors } from './survivors.ts';
+import { expectSurvivors } from './survivors.suite.ts';
 import { ledger, world } from './world.ts';
 
 /** What a client of a broker without its store may get: a fast 503, Retry-After, no secrets. */

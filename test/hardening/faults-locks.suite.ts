@@ -2,7 +2,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { callApi, connectVia, type Client, type Connected } from '../support/client.ts';
 import { refreshLock, storedConnection } from '../support/inspect.ts';
 import { timed, until } from '../support/wait.ts';
-import { expectSurvivors } from './survivors.ts';
+import { expectSurvivors } from './survivors.suite.ts';
 import { ledger, world } from './world.ts';
 
 const LICENSE = 'lic-1002';

@@ -3,7 +3,7 @@ import type { Fault } from '@baton/sandbox';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { callApi, connectVia, type Client, type Connected } from '../support/client.ts';
 import { timed } from '../support/wait.ts';
-import { expectSurvivors } from './survivors.ts';
+import { expectSurvivors } from './survivors.suite.ts';
 import { ledger, world } from './world.ts';
 
 const HOUR = 3_600_000;
