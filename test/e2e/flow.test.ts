@@ -13,6 +13,7 @@ import {
 } from '../support/browsers.ts';
 import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';
 import { dumpRedis } from '../support/leaks.ts';
+import { until } from '../support/wait.ts';
 
 const port = inject('brokerPort');
 const output = (name: string) =>
@@ -104,7 +105,35 @@ describe.each([
     return found?.[1];
   };
 
-  it('1. connects a license through the real login and license picker, and shows its user', async () => {
+  /** Each case starts here: signed out, the sandbox's counters and faults reset. */
+  async function signedOut(): Promise<void> {
+    if ((await popup.count('[data-testid="sign-out-button"]')) > 0) {
+      await popup.click('[data-testid="sign-out-button"]');
+      await popup.waitFor('[data-testid="signed-out"]');
+    }
+    sandbox().reset();
+  }
+
+  /** Signed out, then these licenses connected through the real pages, in this order. */
+  async function connected(...licenses: string[]): Promise<void> {
+    await signedOut();
+    for (const [index, license] of licenses.entries()) {
+      await authorizeThrough('[data-testid="connect-button"]', license);
+      if (index === 0) {
+        await popup.waitFor(card(undefined, 'connected'));
+        [firstId = null] = await popup.attributes(card(), 'data-connection-id');
+      }
+      await until(async () => (await popup.count(card(undefined, 'connected'))) === index + 1, {
+        deadlineMs: 30_000,
+        what: `license ${license} to show as connected`,
+      });
+    }
+    await popup.waitForGone('[aria-busy="true"]');
+    sandbox().reset();
+  }
+
+  it('connects a license through the real login and license picker, and shows its user', async () => {
+    await signedOut();
     await shot('signed-out');
     await authorizeThrough('[data-testid="connect-button"]', FIRST);
     await popup.waitFor(card(undefined, 'connected'));
@@ -124,7 +153,8 @@ describe.each([
     }
   });
 
-  it('2. a second license joins the same session and both show', async () => {
+  it('a second license joins the same session and both show', async () => {
+    await connected(FIRST);
     const tokenBefore = await sessionToken();
     await authorizeThrough('[data-testid="connect-button"]', SECOND);
     await popup.waitFor('[data-testid="license-name"]', 'Vermeulen & Zonen Vastgoed');
@@ -133,7 +163,8 @@ describe.each([
     await shot('two-licenses');
   });
 
-  it('3. says so when the user denies access, and stores nothing', async () => {
+  it('says so when the user denies access, and stores nothing', async () => {
+    await connected(FIRST, SECOND);
     const keysBefore = (await dumpRedis(stack.redis.url)).filter((line) =>
       line.includes(':connection:'),
     );
@@ -152,8 +183,8 @@ describe.each([
     expect(await popup.count(card())).toBe(2);
   });
 
-  it('4. keeps showing data when the access token expires, with exactly one refresh', async () => {
-    sandbox().reset();
+  it('keeps showing data when the access token expires, with exactly one refresh', async () => {
+    await connected(FIRST, SECOND);
     sandbox().expireAccessTokens(FIRST);
     await popup.click('[data-testid="refresh-button"]');
     await popup.waitFor('[data-testid="user-name"]', 'Lotte Vermeulen');
@@ -164,7 +195,8 @@ describe.each([
     await shot('after-refresh');
   });
 
-  it('4b. a license whose API answers 401 to everything shows it on its card; the rest stays', async () => {
+  it('a license whose API answers 401 to everything shows it on its card; the rest stays', async () => {
+    await connected(FIRST, SECOND);
     const tokenBefore = await sessionToken();
     const secondId = (await popup.attributes(card(), 'data-connection-id')).find(
       (id) => id !== firstId,
@@ -192,7 +224,8 @@ describe.each([
     }
   });
 
-  it('5. shows a revoked grant as disconnected, and Reconnect restores it with the same id', async () => {
+  it('shows a revoked grant as disconnected, and Reconnect restores it with the same id', async () => {
+    await connected(FIRST, SECOND);
     sandbox().revokeGrant(FIRST);
     sandbox().expireAccessTokens(FIRST);
     await popup.click('[data-testid="refresh-button"]');
@@ -209,7 +242,8 @@ describe.each([
     await shot('reconnected');
   });
 
-  it('6. disconnect and sign out remove everything, at the broker and in Redis', async () => {
+  it('disconnect and sign out remove everything, at the broker and in Redis', async () => {
+    await connected(FIRST, SECOND);
     const token = await sessionToken();
     expect(token).toBeDefined();
     const sid = createHash('sha256').update(token!).digest('base64url');
