@@ -1,11 +1,14 @@
-import type { Connection, Locale } from '@baton/shared';
-import { hostPermissionFor, parseBrokerUrl } from '../broker-url.ts';
-import type { Handlers, SettingsChange, SettingsSaveResult, SettingsView } from '../messaging.ts';
+import type { Connection } from '@baton/shared';
+import { hostPermissionFor } from '../broker-url.ts';
+import type { Handlers } from '../messaging.ts';
 import { ProblemError, toProblem, type Problem } from '../problems.ts';
 import type { PersistedState, StateStore } from '../state/persisted.ts';
 import type { ConnectionView, FlowState, Notice, View, ViewStore } from '../state/view.ts';
 import { createBrokerClient, type BrokerClient } from './broker-client.ts';
-import { authStartUrl, createPkce, launchFailure, readFinalRedirect } from './flow.ts';
+import { mergeConnections } from './connection-views.ts';
+import type { BackgroundCore } from './core.ts';
+import { createFlowRunner } from './flow-runner.ts';
+import { createSettings } from './settings.ts';
 
 /**
  * The background's behaviour, with every outside effect injected: the broker (`fetch`), the
@@ -44,7 +47,6 @@ export function createBackground(deps: BackgroundDeps): Background {
   const { state, view, now } = deps;
   const log = deps.log ?? (() => undefined);
   const running = new Set<Promise<unknown>>();
-  let activeFlow: FlowState | null = null;
   let refreshing: Promise<void> | null = null;
   /** Bumped whenever the session or the broker changes: late results of older work are dropped. */
   let epoch = 0;
@@ -77,6 +79,22 @@ export function createBackground(deps: BackgroundDeps): Background {
     }
   }
 
+  const core: BackgroundCore = {
+    deps,
+    state,
+    view,
+    now,
+    log,
+    brokerUrlOf,
+    tokenOf,
+    clientFor,
+    withState,
+    requirePermission,
+    track,
+    newEpoch: () => void (epoch += 1),
+    refresh: () => refresh(),
+  };
+
   const ready = (async () => {
     const s = await state.read();
     await view.update((v) => {
@@ -97,81 +115,7 @@ export function createBackground(deps: BackgroundDeps): Background {
 
   // ---- the authorization flow -------------------------------------------------------------
 
-  /** Single flight: while a flow runs, another start answers with the running one. */
-  function startFlow(locale: Locale, reconnectId: string | null): Promise<FlowState> {
-    if (activeFlow !== null) return Promise.resolve(activeFlow);
-    const flowState: FlowState = { status: 'running', locale, reconnectId, startedAt: now() };
-    activeFlow = flowState;
-    const run = async () => {
-      try {
-        await view.update((v) => ({ ...v, flow: flowState, notice: null }));
-        return await runFlow(locale, reconnectId);
-      } finally {
-        // The flow is over once its outcome is in the view: another may start during the refresh.
-        activeFlow = null;
-      }
-    };
-    void track(run().then((connected) => (connected ? refresh() : undefined)));
-    return Promise.resolve(flowState);
-  }
-
-  /** Runs one flow to its outcome, written to the view; true when a licence was connected. */
-  async function runFlow(locale: Locale, reconnectId: string | null): Promise<boolean> {
-    const stopKeepAlive = deps.keepAlive?.() ?? (() => undefined);
-    try {
-      const before = await state.read();
-      const brokerUrl = brokerUrlOf(before);
-      await requirePermission(brokerUrl);
-      const client = clientFor(brokerUrl);
-      await client.ping();
-
-      const pkce = await createPkce(deps.createVerifier);
-      const redirectUri = deps.identity.getRedirectURL();
-      let finalUrl: string | undefined;
-      try {
-        finalUrl = await deps.identity.launchWebAuthFlow(
-          authStartUrl(brokerUrl, locale, redirectUri, pkce.challenge),
-        );
-      } catch (error) {
-        throw new ProblemError({ code: launchFailure(error) }, { cause: error });
-      }
-      const handoff = readFinalRedirect(finalUrl, redirectUri);
-
-      // Join the existing session, if any, so that every licence ends up in one session.
-      const existing = tokenOf(before);
-      const created = await client.createSession(
-        { handoff, code_verifier: pkce.verifier },
-        existing,
-      );
-      const joined = existing !== null && created.session_token === existing;
-      await state.update((s) => ({
-        ...s,
-        session: { sessionToken: created.session_token, brokerUrl },
-      }));
-      if (!joined) epoch += 1;
-      const current = await view.read();
-      const reconnected = joined && current.connections.some((c) => c.id === created.connection.id);
-      await view.update((v) => ({
-        ...v,
-        signedIn: true,
-        notice: null,
-        flow: { status: 'succeeded', connectionId: created.connection.id, reconnected, at: now() },
-        connections: upsertConnection(joined ? v.connections : [], created.connection),
-      }));
-      log('flow.succeeded', { joined, reconnected });
-      return true;
-    } catch (error) {
-      const problem = toProblem(error);
-      log('flow.failed', { code: problem.code });
-      await view.update((v) => ({
-        ...v,
-        flow: { status: 'failed', problem, reconnectId, at: now() },
-      }));
-      return false;
-    } finally {
-      stopKeepAlive();
-    }
-  }
+  const flows = createFlowRunner(core);
 
   // ---- connections and user records -------------------------------------------------------
 
@@ -334,51 +278,7 @@ export function createBackground(deps: BackgroundDeps): Background {
 
   // ---- settings ---------------------------------------------------------------------------
 
-  async function settingsView(s: PersistedState): Promise<SettingsView> {
-    const brokerUrl = brokerUrlOf(s);
-    return {
-      brokerUrl,
-      defaultBrokerUrl: deps.buildBrokerUrl,
-      locale: s.settings.locale,
-      redirectUrl: deps.identity.getRedirectURL(),
-      hostPermissionGranted: await deps.hasHostPermission(hostPermissionFor(brokerUrl)),
-    };
-  }
-
-  async function saveSettings(change: SettingsChange): Promise<SettingsSaveResult> {
-    let brokerUrl: string | null | undefined = undefined;
-    if (change.brokerUrl !== undefined && change.brokerUrl !== null) {
-      const parsed = parseBrokerUrl(change.brokerUrl);
-      if (!parsed.ok) return { ok: false, problem: parsed.problem };
-      if (!(await deps.hasHostPermission(hostPermissionFor(parsed.url)))) {
-        return { ok: false, problem: 'permission_missing' };
-      }
-      brokerUrl = parsed.url === deps.buildBrokerUrl ? null : parsed.url;
-    } else if (change.brokerUrl === null) {
-      brokerUrl = null;
-    }
-    const before = await state.read();
-    const after = await state.update((s) => ({
-      ...s,
-      settings: {
-        brokerUrl: brokerUrl === undefined ? s.settings.brokerUrl : brokerUrl,
-        locale: change.locale === undefined ? s.settings.locale : change.locale,
-      },
-    }));
-    const brokerChanged = brokerUrlOf(before) !== brokerUrlOf(after);
-    if (brokerChanged) epoch += 1;
-    await view.update((v) => ({
-      ...withState(v, after),
-      ...(brokerChanged && {
-        connections: [],
-        notice: null,
-        sync: { status: 'idle', problem: null, at: null },
-      }),
-    }));
-    log('settings.saved', { broker_changed: brokerChanged });
-    if (brokerChanged) void refresh();
-    return { ok: true, settings: await settingsView(after) };
-  }
+  const settings = createSettings(core);
 
   // ---- the message map --------------------------------------------------------------------
 
@@ -395,7 +295,7 @@ export function createBackground(deps: BackgroundDeps): Background {
       await refresh();
       return view.read();
     }),
-    'flow.start': afterReady(({ locale, reconnectId }) => startFlow(locale, reconnectId)),
+    'flow.start': afterReady(({ locale, reconnectId }) => flows.start(locale, reconnectId)),
     'connection.disconnect': afterReady(({ connectionId }) => disconnect(connectionId)),
     'session.signOut': afterReady(signOut),
     'notice.dismiss': afterReady(() =>
@@ -405,8 +305,8 @@ export function createBackground(deps: BackgroundDeps): Background {
         flow: v.flow.status === 'running' ? v.flow : { status: 'idle' },
       })),
     ),
-    'settings.get': afterReady(async () => settingsView(await state.read())),
-    'settings.save': afterReady(saveSettings),
+    'settings.get': afterReady(async () => settings.view(await state.read())),
+    'settings.save': afterReady(settings.save),
   };
 
   return {
@@ -417,49 +317,4 @@ export function createBackground(deps: BackgroundDeps): Background {
       while (running.size > 0) await Promise.allSettled([...running]);
     },
   };
-}
-
-function toConnectionView(c: Connection, user: ConnectionView['user']): ConnectionView {
-  return {
-    id: c.id,
-    status: c.status,
-    apiOrigin: c.api_origin,
-    connectedAt: c.connected_at,
-    accessExpiresAt: c.access_expires_at,
-    disconnectedReason: c.status === 'disconnected' ? (c.disconnected_reason ?? null) : null,
-    user,
-  };
-}
-
-/** Keeps the last user record of each connection, so that a card never goes blank. */
-export function mergeConnections(
-  previous: readonly ConnectionView[],
-  list: readonly Connection[],
-): ConnectionView[] {
-  return list.map((c) => {
-    const before = previous.find((p) => p.id === c.id);
-    const record = before?.user.record;
-    // Connected: (re)loaded by the refresh. Disconnected: not fetched (the broker would answer
-    // reauthorization_required), but the last record still says which licence it was.
-    const user: ConnectionView['user'] =
-      c.status === 'connected'
-        ? { status: 'loading', ...(record !== undefined && { record }) }
-        : {
-            status: 'failed',
-            problem: { code: 'reauthorization_required' },
-            ...(record !== undefined && { record }),
-          };
-    return toConnectionView(c, user);
-  });
-}
-
-function upsertConnection(
-  previous: readonly ConnectionView[],
-  connection: Connection,
-): ConnectionView[] {
-  const merged = mergeConnections(previous, [connection])[0];
-  if (merged === undefined) return [...previous];
-  return previous.some((c) => c.id === connection.id)
-    ? previous.map((c) => (c.id === connection.id ? merged : c))
-    : [...previous, merged];
 }

@@ -1,0 +1,57 @@
+import { hostPermissionFor, parseBrokerUrl } from '../broker-url.ts';
+import type { SettingsChange, SettingsSaveResult, SettingsView } from '../messaging.ts';
+import type { PersistedState } from '../state/persisted.ts';
+import type { BackgroundCore } from './core.ts';
+
+/** The options page's settings: read with what the page must show, and saved with checks. */
+export function createSettings(core: BackgroundCore) {
+  const { deps, state, view } = core;
+
+  async function settingsView(s: PersistedState): Promise<SettingsView> {
+    const brokerUrl = core.brokerUrlOf(s);
+    return {
+      brokerUrl,
+      defaultBrokerUrl: deps.buildBrokerUrl,
+      locale: s.settings.locale,
+      redirectUrl: deps.identity.getRedirectURL(),
+      hostPermissionGranted: await deps.hasHostPermission(hostPermissionFor(brokerUrl)),
+    };
+  }
+
+  async function saveSettings(change: SettingsChange): Promise<SettingsSaveResult> {
+    let brokerUrl: string | null | undefined = undefined;
+    if (change.brokerUrl !== undefined && change.brokerUrl !== null) {
+      const parsed = parseBrokerUrl(change.brokerUrl);
+      if (!parsed.ok) return { ok: false, problem: parsed.problem };
+      if (!(await deps.hasHostPermission(hostPermissionFor(parsed.url)))) {
+        return { ok: false, problem: 'permission_missing' };
+      }
+      brokerUrl = parsed.url === deps.buildBrokerUrl ? null : parsed.url;
+    } else if (change.brokerUrl === null) {
+      brokerUrl = null;
+    }
+    const before = await state.read();
+    const after = await state.update((s) => ({
+      ...s,
+      settings: {
+        brokerUrl: brokerUrl === undefined ? s.settings.brokerUrl : brokerUrl,
+        locale: change.locale === undefined ? s.settings.locale : change.locale,
+      },
+    }));
+    const brokerChanged = core.brokerUrlOf(before) !== core.brokerUrlOf(after);
+    if (brokerChanged) core.newEpoch();
+    await view.update((v) => ({
+      ...core.withState(v, after),
+      ...(brokerChanged && {
+        connections: [],
+        notice: null,
+        sync: { status: 'idle', problem: null, at: null },
+      }),
+    }));
+    core.log('settings.saved', { broker_changed: brokerChanged });
+    if (brokerChanged) void core.refresh();
+    return { ok: true, settings: await settingsView(after) };
+  }
+
+  return { view: settingsView, save: saveSettings };
+}
