@@ -4,7 +4,7 @@ import { defineConfig } from 'vitest/config';
  * Projects: `unit:*` are fast and beside the code (run by `pnpm check`); `integration` talks to a
  * real redis-server and the sandbox over HTTP; `deploy` builds the deployable folder and runs it in
  * production mode; `topology` runs brokers on a real Redis Cluster and Sentinel set; `e2e` drives
- * real browsers.
+ * real browsers; `image` builds server/Dockerfile and runs it on a real Docker engine.
  */
 export default defineConfig({
   test: {
@@ -49,6 +49,16 @@ export default defineConfig({
           globalSetup: ['test/support/require-tools.ts'],
           testTimeout: 90_000,
           hookTimeout: 90_000,
+        },
+      },
+      {
+        test: {
+          name: 'image',
+          include: ['test/image/**/*.test.ts'],
+          globalSetup: ['test/support/require-tools.ts', 'test/image/global-setup.ts'],
+          testTimeout: 120_000,
+          // The global setup may make the base image (debootstrap) and builds server/Dockerfile.
+          hookTimeout: 900_000,
         },
       },
       {

@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from './config.ts';
 
@@ -249,6 +252,55 @@ describe('loadConfig: operations settings', () => {
           METRICS_TOKEN: 'm'.repeat(32),
         }),
       ).toEqual([]);
+    });
+  });
+
+  describe('secrets from files (NAME_FILE), as Docker and Kubernetes mount them', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-config-'));
+    const file = (name: string, content: string) => {
+      const path = join(dir, name);
+      writeFileSync(path, content);
+      return path;
+    };
+    const secrets = new Set(['CLIENT_SECRET', 'SESSION_SECRET', 'TOKEN_ENCRYPTION_KEYS']);
+    const rest = Object.fromEntries(
+      Object.entries(production).filter(([name]) => !secrets.has(name)),
+    );
+
+    it('reads each secret from its file, less a trailing newline', () => {
+      const config = loadConfig({
+        ...rest,
+        CLIENT_SECRET_FILE: file('client', 'from-a-file\n'),
+        SESSION_SECRET_FILE: file('session', `${'s'.repeat(40)}\n`),
+        TOKEN_ENCRYPTION_KEYS_FILE: file('keys', `k9:${key(9)}\n`),
+        METRICS_TOKEN_FILE: file('metrics', 'm'.repeat(32)),
+      });
+      expect(config.clientSecret).toBe('from-a-file');
+      expect(config.sessionSecrets).toEqual(['s'.repeat(40)]);
+      expect(config.keyring.activeKid).toBe('k9');
+      expect(config.metricsToken).toBe('m'.repeat(32));
+    });
+
+    it('refuses a secret set both ways, and names a file that cannot be read', () => {
+      expect(problems({ ...production, CLIENT_SECRET_FILE: file('both', 'x') })).toContainEqual(
+        'CLIENT_SECRET and CLIENT_SECRET_FILE are both set: set one of them',
+      );
+      expect(
+        problems({
+          ...production,
+          SESSION_SECRET: undefined,
+          SESSION_SECRET_FILE: join(dir, 'none'),
+        }),
+      ).toContainEqual(
+        expect.stringMatching(/^SESSION_SECRET_FILE names a file that cannot be read \(ENOENT\)/),
+      );
+    });
+
+    it('counts a secret from a file as given, so the development fallbacks stay off', () => {
+      expect(problems({ CLIENT_SECRET_FILE: file('alone', 'x') })).toEqual([
+        expect.stringMatching(/^SESSION_SECRET is required once CLIENT_SECRET is set/),
+        expect.stringMatching(/^TOKEN_ENCRYPTION_KEYS is required once CLIENT_SECRET is set/),
+      ]);
     });
   });
 });

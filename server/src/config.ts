@@ -1,4 +1,5 @@
 import { DEV_EXTENSION_REDIRECT_URLS } from '@baton/shared';
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { parseAllowlist, type Allowlist } from './oauth/allowlist.ts';
 import { parseKeyring, type Keyring } from './crypto.ts';
@@ -158,6 +159,21 @@ const REQUIRED_IN_PRODUCTION = [
 
 const REDIS_LOCATIONS = ['REDIS_URL', 'REDIS_SENTINEL', 'REDIS_CLUSTER_NODES'] as const;
 
+/**
+ * Secrets that may also come from a file, as Docker and Kubernetes mount them: NAME_FILE holds the
+ * path, and the file's content (less a trailing newline) is the value. Not both.
+ */
+export const FILE_SECRETS = [
+  'CLIENT_SECRET',
+  'SESSION_SECRET',
+  'TOKEN_ENCRYPTION_KEYS',
+  'METRICS_TOKEN',
+  'EVENTS_WEBHOOK_SECRET',
+] as const;
+
+/** Every variable loadConfig reads (the `*_FILE` forms aside), for the docs and .env.example. */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(schema.shape);
+
 /** The development fallbacks of these are public: all three fall back together, or none does. */
 const SECRETS = ['CLIENT_SECRET', 'SESSION_SECRET', 'TOKEN_ENCRYPTION_KEYS'] as const;
 
@@ -169,6 +185,21 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   const developmentDefaults: string[] = [];
   const input: Record<string, string | undefined> = { ...env };
   for (const [name, value] of Object.entries(input)) if (value === '') input[name] = undefined;
+  for (const name of FILE_SECRETS) {
+    const path = input[`${name}_FILE`];
+    if (path === undefined) continue;
+    if (input[name] !== undefined) {
+      problems.push(`${name} and ${name}_FILE are both set: set one of them`);
+      continue;
+    }
+    try {
+      input[name] = readFileSync(path, 'utf8').replace(/\r?\n$/, '');
+    } catch (error) {
+      problems.push(
+        `${name}_FILE names a file that cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}): ${path}`,
+      );
+    }
+  }
 
   if (production) {
     for (const name of REQUIRED_IN_PRODUCTION) {

@@ -1,14 +1,7 @@
 import { startSandbox, type RunningSandbox } from '@baton/sandbox';
-import {
-  codeChallengeS256,
-  createCodeVerifier,
-  routes,
-  sessionCreateResponseSchema,
-} from '@baton/shared';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Agent, fetch, type Response } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   buildDeployedFolder,
@@ -16,6 +9,7 @@ import {
   runDeployed,
   type DeployedFolder,
 } from '../support/deploy.ts';
+import { BalancedClient, productionFlow, PUBLIC_URL } from '../support/public-flow.ts';
 import { RedisServer } from '../support/redis.ts';
 import { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from '../support/stack.ts';
 import {
@@ -34,10 +28,8 @@ import {
  * client plays the load balancer in front of the broker (PUBLIC_URL https, TRUST_PROXY=1,
  * X-Forwarded-Proto: https).
  */
-const PUBLIC_URL = 'https://broker.baton.test';
 const SESSION_SECRET = 'deploy-smoke-session-secret-0123456789abcdef';
 const KEY = `k1:${Buffer.alloc(32, 9).toString('base64')}`;
-const FORWARDED = { 'x-forwarded-proto': 'https' };
 
 let folder: DeployedFolder;
 let certificate: TestCertificate;
@@ -85,95 +77,12 @@ const productionEnv = (): Record<string, string> => ({
   NODE_EXTRA_CA_CERTS: certificate.certFile,
 });
 
-/** A browser behind the load balancer: trusts the test certificate, keeps the broker's cookies. */
-class Client {
-  readonly #agent = new Agent({ connect: { ca: certificate.cert } });
-  readonly #cookies = new Map<string, string>();
-  readonly broker: DeployedBroker;
-  constructor(broker: DeployedBroker) {
-    this.broker = broker;
-  }
-
-  /** A broker URL as the public sees it (PUBLIC_URL), sent to the broker's own socket. */
-  async toBroker(
-    pathAndQuery: string,
-    init: { method?: string; headers?: Record<string, string>; body?: string } = {},
-  ): Promise<Response> {
-    const cookie = [...this.#cookies].map(([name, value]) => `${name}=${value}`).join('; ');
-    const response = await fetch(new URL(pathAndQuery, this.broker.url), {
-      method: init.method ?? 'GET',
-      redirect: 'manual',
-      headers: { ...FORWARDED, ...(cookie ? { cookie } : {}), ...init.headers },
-      ...(init.body === undefined ? {} : { body: init.body }),
-    });
-    for (const line of response.headers.getSetCookie()) {
-      const [pair = ''] = line.split(';');
-      const [name = '', ...value] = pair.split('=');
-      this.#cookies.set(name.trim(), value.join('='));
-    }
-    return response;
-  }
-
-  /** The provider, over TLS. */
-  provider(url: string): Promise<Response> {
-    return fetch(url, { redirect: 'manual', dispatcher: this.#agent });
-  }
-
-  async close(): Promise<void> {
-    await this.#agent.close();
-  }
-}
-
 describe('the deployable folder in production', () => {
   it('runs the whole flow over https: start, approve, callback, POST /session, proxied users.me', async () => {
     await using broker = await DeployedBroker.start(folder.dir, productionEnv());
-    const client = new Client(broker);
+    const client = new BalancedClient(broker.url, certificate.cert);
     try {
-      const ready = await client.toBroker(routes.readyz);
-      expect(ready.status).toBe(200);
-      expect(ready.headers.get('strict-transport-security')).toContain('max-age=');
-
-      const verifier = createCodeVerifier();
-      const start = await client.toBroker(
-        `${routes.authStart}?${new URLSearchParams({
-          locale: 'nl',
-          redirect_uri: EXTENSION_REDIRECT,
-          code_challenge: await codeChallengeS256(verifier),
-          code_challenge_method: 'S256',
-        })}`,
-      );
-      expect(start.status).toBe(302);
-      expect(start.headers.getSetCookie().join()).toMatch(/^__Host-baton\.auth=.*; Secure/);
-      const authorize = new URL(start.headers.get('location')!);
-      expect(authorize.origin).toBe(tls.url);
-
-      sandbox.sandbox.control.setConsent({ mode: 'approve' });
-      const approved = await client.provider(authorize.href);
-      expect(approved.status).toBe(302);
-      const callback = new URL(approved.headers.get('location')!);
-      expect(callback.origin).toBe(PUBLIC_URL);
-
-      const handedOff = await client.toBroker(`${callback.pathname}${callback.search}`);
-      expect(handedOff.status).toBe(302);
-      const result = new URL(handedOff.headers.get('location')!);
-      expect(result.href.startsWith(EXTENSION_REDIRECT)).toBe(true);
-      const handoff = result.searchParams.get('handoff');
-      expect(handoff).not.toBeNull();
-
-      const created = await client.toBroker(routes.session, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ handoff, code_verifier: verifier }),
-      });
-      expect(created.status).toBe(201);
-      const session = sessionCreateResponseSchema.parse(await created.json());
-      expect(session.connection.api_origin).toBe(tls.url);
-
-      const me = await client.toBroker(routes.proxy(session.connection.id, 'users.me'), {
-        headers: { authorization: `Bearer ${session.session_token}` },
-      });
-      expect(me.status).toBe(200);
-      expect(await me.json()).toMatchObject({ email: expect.stringContaining('@') });
+      const session = await productionFlow(client, sandbox, tls.url);
 
       // The operator CLI ships in the folder too, and runs on the same environment.
       const { stdout } = await promisify(execFile)(
