@@ -1,12 +1,6 @@
-import { createRequire } from 'node:module';
-import type * as Playwright from '../../test/node_modules/playwright-core/index.js';
+import { chromium, type Browser, type BrowserContext } from 'playwright-core';
 
-/**
- * playwright-core lives in the @baton/test workspace (the extension does not depend on it), and
- * drives Debian's Chromium: no browser download.
- */
-const require = createRequire(new URL('../../test/package.json', import.meta.url));
-const { chromium } = require('playwright-core') as typeof Playwright;
+/** playwright-core (a devDependency of its own) drives Debian's Chromium: no browser download. */
 
 export const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 
@@ -20,7 +14,7 @@ export const CHROMIUM_ARGS = [
   '--disable-sync',
 ];
 
-export function launchChromium(): Promise<Playwright.Browser> {
+export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
 }
 
@@ -33,7 +27,7 @@ export function launchWithExtension(
     colorScheme?: 'light' | 'dark';
     deviceScaleFactor?: number;
   } = {},
-): Promise<Playwright.BrowserContext> {
+): Promise<BrowserContext> {
   return chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
     headless: true,
@@ -53,4 +47,4 @@ export function launchWithExtension(
   });
 }
 
-export type { Playwright };
+export type * as Playwright from 'playwright-core';

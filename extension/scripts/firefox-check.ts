@@ -1,12 +1,10 @@
 /**
- * Loads the Firefox build (.output/firefox-mv3) into headless Firefox ESR (puppeteer-core from
- * the @baton/test workspace, WebDriver BiDi, no geckodriver) and checks, through the options
+ * Loads the Firefox build (.output/firefox-mv3) into headless Firefox ESR (puppeteer-core, WebDriver BiDi, no geckodriver) and checks, through the options
  * page, that identity.getRedirectURL() is the development redirect URL in @baton/shared.
  *
  *   pnpm --filter @baton/extension build:firefox && node extension/scripts/firefox-check.ts
  */
 import { randomUUID } from 'node:crypto';
-import { createRequire } from 'node:module';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,13 +12,10 @@ import { fileURLToPath } from 'node:url';
 import { DEV_EXTENSION_REDIRECT_URLS, DEV_FIREFOX_GECKO_ID } from '@baton/shared';
 import { LICENCE_A } from '../src/testing/fixtures.ts';
 import { startFakeBrokerServer } from './fake-broker-server.ts';
-import type * as Puppeteer from '../../test/node_modules/puppeteer-core/lib/types.js';
-
-const require = createRequire(new URL('../../test/package.json', import.meta.url));
-const puppeteer = require('puppeteer-core') as typeof Puppeteer;
+import puppeteer, { type Page } from 'puppeteer-core';
 
 /** WebDriver BiDi's navigate: page.goto never resolves for moz-extension:// here. */
-function navigate(page: Puppeteer.Page, url: string): Promise<unknown> {
+function navigate(page: Page, url: string): Promise<unknown> {
   const frame = page.mainFrame() as unknown as {
     browsingContext: { navigate(url: string, wait: 'none'): Promise<unknown> };
   };
