@@ -125,4 +125,28 @@ describe('the client-side cache of sessions and records', () => {
       await store.close();
     }
   });
+
+  it('are all dropped when Redis is flushed (FLUSHALL from another client)', async () => {
+    const own = createRedisClient(redis.url, 10_000);
+    own.on('error', () => {});
+    await own.connect();
+    const store = createRedisStore(standalone(own));
+    const keys = ['contract:{flush}:a', 'contract:{flush}:b'];
+    try {
+      for (const key of keys) await store.set(key, 'on', 60_000);
+      await expect
+        .poll(async () => {
+          for (const key of keys) await store.get(key, { cached: true });
+          return keys.map((key) => trackedAnswers(own)!.recall(key));
+        })
+        .toEqual(['on', 'on']);
+      await client.flushAll();
+      await expect
+        .poll(() => keys.map((key) => trackedAnswers(own)!.recall(key)))
+        .toEqual([undefined, undefined]);
+      expect(await store.get(keys[0]!, { cached: true })).toBeNull();
+    } finally {
+      await store.close();
+    }
+  });
 });
