@@ -48,7 +48,8 @@ export default defineConfig({
           include: ['test/topology/**/*.test.ts'],
           globalSetup: ['test/support/require-tools.ts'],
           testTimeout: 90_000,
-          hookTimeout: 90_000,
+          // A Cluster with replicas waits for them to sync before its brokers start.
+          hookTimeout: 180_000,
         },
       },
       {

@@ -13,11 +13,11 @@ export interface Stored {
 export const sidOf = (sessionToken: string): string =>
   createHash('sha256').update(sessionToken).digest('base64url');
 
-async function withClient<T>(
-  url: string,
-  work: (client: ReturnType<typeof createClient>) => Promise<T>,
-): Promise<T> {
-  const client = createClient({ url });
+const clientOf = (url: string) => createClient({ url });
+type Client = ReturnType<typeof clientOf>;
+
+async function withClient<T>(url: string, work: (client: Client) => Promise<T>): Promise<T> {
+  const client = clientOf(url);
   await client.connect();
   try {
     return await work(client);
@@ -26,10 +26,7 @@ async function withClient<T>(
   }
 }
 
-async function keysLike(
-  client: ReturnType<typeof createClient>,
-  match: string,
-): Promise<Set<string>> {
+async function keysLike(client: Client, match: string): Promise<Set<string>> {
   const found = new Set<string>();
   for await (const batch of client.scanIterator({ MATCH: match, COUNT: 1000 })) {
     for (const key of batch) found.add(key);

@@ -12,6 +12,8 @@ import { useTopologyWorld } from './world.ts';
 const ADMIN = fileURLToPath(new URL('../../server/src/admin.ts', import.meta.url));
 /** What docs/operations.md promises: the heartbeat's liveness window plus one command's bound. */
 const BOUND_MS = 1000 + 1000;
+/** What a loaded 2-core machine may add to it: heartbeats and probes are real-time timers here. */
+const SLACK_MS = 3000;
 
 const world = useTopologyWorld(async () => {
   const cluster = await RedisCluster.start({ masters: 3, replicas: 1 });
@@ -48,15 +50,15 @@ it("a session revoked while its slot's master hangs is refused on every broker w
 
     // Within the bound, no broker answers from its copy any more: 401 or 503, never 200.
     await until(async () => !(await statuses()).includes(200), {
-      deadlineMs: 10_000,
+      deadlineMs: 20_000,
       what: 'every broker to stop answering from its copy',
       intervalMs: 50,
     });
     // Slack for a loaded 2-core machine: the bound is a heartbeat's, on the real clock.
-    expect(performance.now() - paused).toBeLessThan(BOUND_MS + 1500);
+    expect(performance.now() - paused).toBeLessThan(BOUND_MS + SLACK_MS);
 
     // The replica takes over, and an operator revokes the session there.
-    await cluster.failedOver(`baton:{${sid}}:session`, master);
+    await cluster.failedOver(`baton:{${sid}}:session`, master, 60_000);
     const { stdout } = await promisify(execFile)(process.execPath, [ADMIN, 'drop-session', sid], {
       env: { PATH: process.env.PATH ?? '', ...world.env },
     });
@@ -68,7 +70,7 @@ it("a session revoked while its slot's master hangs is refused on every broker w
     // and the revoked session is refused everywhere.
     master.resume();
     await until(async () => (await statuses()).every((status) => status === 401), {
-      deadlineMs: 30_000,
+      deadlineMs: 60_000,
       what: 'every broker to refuse the revoked session',
       intervalMs: 100,
     });
@@ -76,4 +78,4 @@ it("a session revoked while its slot's master hangs is refused on every broker w
     for (const server of cluster.servers) server.resume();
     await client.close();
   }
-});
+}, 240_000);
