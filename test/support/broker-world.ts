@@ -1,8 +1,8 @@
 import { startSandbox, type RunningSandbox } from '@baton/sandbox';
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll } from 'vitest';
 import { RedisServer } from './redis.ts';
-import { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from './stack.ts';
+import { brokerEnv } from './broker-env.ts';
+import { CLIENT_ID, CLIENT_SECRET } from './stack.ts';
 
 export interface BrokerWorld {
   readonly redis: RedisServer;
@@ -44,21 +44,12 @@ export function useBrokerWorld(publicUrl: string): BrokerWorld {
       return started(sandbox);
     },
     env(extra = {}) {
-      return {
-        AUTH_URL: started(sandbox).url,
-        CLIENT_ID,
-        CLIENT_SECRET,
-        PUBLIC_URL: publicUrl,
-        API_URL_ALLOWLIST: started(sandbox).url,
-        EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
-        SESSION_SECRET: `session-secret-${randomBytes(16).toString('hex')}`,
-        TOKEN_ENCRYPTION_KEYS: `k:${randomBytes(32).toString('base64')}`,
-        REDIS_URL: started(redis).url,
-        // These brokers run on the real clock, and a test may expire tokens twice within a
-        // minute: no refresh budget here (the integration suite pins it on the injected clock).
-        REFRESH_MIN_INTERVAL_SECONDS: '0',
-        ...extra,
-      };
+      return brokerEnv({
+        providerUrl: started(sandbox).url,
+        publicUrl,
+        redis: { REDIS_URL: started(redis).url },
+        extra,
+      });
     },
   };
 }

@@ -7,7 +7,7 @@ import { AttackerListener } from './listener.ts';
 import { freePort } from './ports.ts';
 import { BrokerProcess } from './process.ts';
 import { RedisServer } from './redis.ts';
-import { EXTENSION_REDIRECT } from './stack.ts';
+import { brokerEnv } from './broker-env.ts';
 import { until } from './wait.ts';
 
 /** The one origin the provider and the auth window know; every instance answers for it. */
@@ -78,26 +78,20 @@ export class Cluster {
     ledger.redis('cluster', redis.url);
     ledger.logs('cluster redis-server', () => redis.lines);
     ledger.secrets(() => [...sandbox.sandbox.control.secrets(), cluster.clientSecret]);
-    cluster.env = {
-      AUTH_URL: sandbox.url,
-      CLIENT_ID: clientId,
-      CLIENT_SECRET: cluster.clientSecret,
-      PUBLIC_URL: CLUSTER_PUBLIC_URL,
-      API_URL_ALLOWLIST: `${sandbox.url},${gate.origin},${WILDCARD_ALLOWED}`,
-      EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
-      SESSION_SECRET: `hardening-session-secret-${randomBytes(16).toString('hex')}`,
-      TOKEN_ENCRYPTION_KEYS: `a:${cluster.keyA}`,
-      REDIS_URL: redis.url,
-      LOG_LEVEL: 'debug',
-      // Short enough that a test can outlive a lease, long enough for a loaded 2-core machine.
-      TOKEN_TIMEOUT_MS: '1500',
-      REFRESH_LEASE_MS: '3000',
-      // Tokens rotate many times a second here, each rotation found by a 401, and one session
-      // makes thousands of calls: neither the refresh budget nor the per-session limit (pinned in
-      // the integration suite) may get in the way of what these suites count.
-      REFRESH_MIN_INTERVAL_SECONDS: '0',
-      SESSION_RATE_LIMIT: '0',
-    };
+    cluster.env = brokerEnv({
+      providerUrl: sandbox.url,
+      publicUrl: CLUSTER_PUBLIC_URL,
+      redis: { REDIS_URL: redis.url },
+      alsoAllowed: [gate.origin, WILDCARD_ALLOWED],
+      client: { id: clientId, secret: cluster.clientSecret },
+      extra: {
+        TOKEN_ENCRYPTION_KEYS: `a:${cluster.keyA}`,
+        LOG_LEVEL: 'debug',
+        // Short enough that a test can outlive a lease, long enough for a loaded 2-core machine.
+        TOKEN_TIMEOUT_MS: '1500',
+        REFRESH_LEASE_MS: '3000',
+      },
+    });
     for (let index = 0; index < size; index++) cluster.#ports.push(await freePort());
     await Promise.all(cluster.#ports.map((_port, index) => cluster.#launch(index)));
     return cluster;

@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { startSandbox, type RunningSandbox } from '@baton/sandbox';
+import { brokerEnv } from './broker-env.ts';
 import { BrokerProcess } from './process.ts';
 import { RedisServer } from './redis.ts';
 
@@ -23,21 +23,16 @@ export async function startE2eStack(brokerPort: number): Promise<E2eStack> {
     clients: [{ ...E2E_CLIENT, redirect_uris: [`http://127.0.0.1:${brokerPort}/auth/callback`] }],
   });
   // EXTENSION_REDIRECT_URLS keeps its development default: the built extension's stable ids.
-  const broker = await BrokerProcess.start({
-    PORT: String(brokerPort),
-    AUTH_URL: sandbox.url,
-    API_URL_ALLOWLIST: sandbox.url,
-    CLIENT_ID: E2E_CLIENT.client_id,
-    CLIENT_SECRET: E2E_CLIENT.client_secret,
-    SESSION_SECRET: `e2e-session-secret-${randomBytes(16).toString('hex')}`,
-    TOKEN_ENCRYPTION_KEYS: `e2e:${randomBytes(32).toString('base64')}`,
-    REDIS_URL: redis.url,
-    LOG_LEVEL: 'info',
-    // The steps run seconds apart on the real clock, and step 5 needs the 401 right after step
-    // 4's refresh to refresh (and so find the revoked grant): no refresh budget here. The
-    // integration suite pins the budget on the injected clock.
-    REFRESH_MIN_INTERVAL_SECONDS: '0',
-  });
+  const broker = await BrokerProcess.start(
+    brokerEnv({
+      providerUrl: sandbox.url,
+      publicUrl: `http://127.0.0.1:${brokerPort}`,
+      redis: { REDIS_URL: redis.url },
+      client: { id: E2E_CLIENT.client_id, secret: E2E_CLIENT.client_secret },
+      extensionRedirectUrls: null,
+      extra: { PORT: String(brokerPort), LOG_LEVEL: 'info' },
+    }),
+  );
   return {
     redis,
     sandbox,

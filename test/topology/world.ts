@@ -1,9 +1,9 @@
 import { startSandbox, type RunningSandbox, type SandboxControl } from '@baton/sandbox';
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll } from 'vitest';
 import { Client } from '../support/client.ts';
 import { BrokerProcess } from '../support/process.ts';
-import { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from '../support/stack.ts';
+import { brokerEnv } from '../support/broker-env.ts';
+import { CLIENT_ID, CLIENT_SECRET } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
 
 export const PUBLIC_URL = 'http://baton.topology.test';
@@ -45,26 +45,14 @@ export function useTopologyWorld<D extends Deployment>(start: () => Promise<D>):
       client_secret: CLIENT_SECRET,
       redirect_uris: [`${PUBLIC_URL}/auth/callback`],
     });
-    env = {
-      AUTH_URL: sandbox.url,
-      CLIENT_ID,
-      CLIENT_SECRET,
-      PUBLIC_URL,
-      API_URL_ALLOWLIST: sandbox.url,
-      EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
-      SESSION_SECRET: `session-secret-${randomBytes(16).toString('hex')}`,
-      TOKEN_ENCRYPTION_KEYS: `k:${randomBytes(32).toString('base64')}`,
+    env = brokerEnv({
+      providerUrl: sandbox.url,
+      publicUrl: PUBLIC_URL,
+      redis: redis.env,
       // A lease left behind by a holder whose release met a failover blocks that connection's
       // refresh until it runs out: short here, so a test outlives it (as the hardening suite's).
-      TOKEN_TIMEOUT_MS: '1500',
-      REFRESH_LEASE_MS: '3000',
-      // Tokens rotate many times a second here, each rotation found by a 401, and one session
-      // makes thousands of calls: neither the refresh budget nor the per-session limit (pinned in
-      // the integration suite) may get in the way of what these suites count.
-      REFRESH_MIN_INTERVAL_SECONDS: '0',
-      SESSION_RATE_LIMIT: '0',
-      ...redis.env,
-    };
+      extra: { TOKEN_TIMEOUT_MS: '1500', REFRESH_LEASE_MS: '3000' },
+    });
     const brokerEnv = env;
     brokers.push(...(await Promise.all([0, 1, 2].map(() => BrokerProcess.start(brokerEnv)))));
   });
