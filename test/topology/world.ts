@@ -53,8 +53,8 @@ export function useTopologyWorld<D extends Deployment>(start: () => Promise<D>):
       // refresh until it runs out: short here, so a test outlives it (as the hardening suite's).
       extra: { TOKEN_TIMEOUT_MS: '1500', REFRESH_LEASE_MS: '3000' },
     });
-    const brokerEnv = env;
-    brokers.push(...(await Promise.all([0, 1, 2].map(() => BrokerProcess.start(brokerEnv)))));
+    const each = env;
+    brokers.push(...(await Promise.all([0, 1, 2].map(() => BrokerProcess.start(each)))));
   });
   afterAll(async () => {
     for (const broker of brokers) await broker.stop('SIGKILL');
