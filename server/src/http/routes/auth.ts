@@ -12,7 +12,7 @@ import {
 } from '../../oauth/flows.ts';
 import type { Handoffs } from '../../oauth/handoff.ts';
 import { keys } from '../../store/keys.ts';
-import { errorPage } from '../pages.ts';
+import { errorPage, pageLocale, type Page, type PageLocale } from '../pages.ts';
 import type { Provider } from '../../oauth/provider.ts';
 import { isStoreDown } from '../../store/errors.ts';
 import type { Store } from '../../store/types.ts';
@@ -42,8 +42,20 @@ function single(req: Request, name: string): string | undefined {
 const providerError = (req: Request): AuthRedirectError =>
   single(req, 'error') === 'access_denied' ? 'access_denied' : 'server_error';
 
-function badRequest(res: Response, detail: string): void {
-  res.status(400).type('html').send(errorPage('This sign-in link is not valid', detail));
+/**
+ * The language of this request's page: its pending flow's (the latest), or the one /auth/start
+ * was asked for, else the browser's (pages.ts).
+ */
+function localeOf(req: Request): PageLocale {
+  const flow = (req.session as Partial<typeof req.session> | undefined)?.flows?.at(-1);
+  return pageLocale(req, flow?.locale ?? single(req, 'locale'));
+}
+
+function badRequest(req: Request, res: Response, page: Page): void {
+  res
+    .status(400)
+    .type('html')
+    .send(errorPage(page, localeOf(req)));
 }
 
 export function authRouter(deps: AuthDeps): Router {
@@ -72,14 +84,11 @@ export function authRouter(deps: AuthDeps): Router {
     });
     if (!parsed.success) {
       const parameter = String(parsed.error.issues[0]?.path[0] ?? 'query');
-      return badRequest(res, `The parameter "${parameter}" is missing or not valid.`);
+      return badRequest(req, res, { kind: 'bad_parameter', parameter });
     }
     const query = parsed.data;
     if (!config.extensionRedirectUrls.includes(query.redirect_uri)) {
-      return badRequest(
-        res,
-        'The parameter "redirect_uri" is not an extension redirect URL this broker allows.',
-      );
+      return badRequest(req, res, { kind: 'redirect_not_allowed' });
     }
     const flow: PendingFlow = {
       state: randomToken(32),
@@ -133,7 +142,7 @@ export function authRouter(deps: AuthDeps): Router {
     // carries no state: it answers the most recent flow's extension URL and leaves every flow to
     // expire, as does a callback with an unknown state.
     if (!flow) {
-      if (!latest) return badRequest(res, 'No sign-in is in progress in this browser.');
+      if (!latest) return badRequest(req, res, { kind: 'no_flow' });
       if (req.query.error !== undefined) {
         return backToExtension(res, latest, { error: providerError(req) });
       }
@@ -176,21 +185,21 @@ export function authRouter(deps: AuthDeps): Router {
   // Errors in the authorization window are pages, not JSON.
   router.use(
     ['/auth/start', '/auth/callback'],
-    (error: unknown, _req: Request, res: Response, next: NextFunction) => {
+    (error: unknown, req: Request, res: Response, next: NextFunction) => {
       if (res.headersSent) return next(error);
       if (isStoreDown(error)) {
         res.set('Retry-After', '5');
         res
           .status(503)
           .type('html')
-          .send(errorPage('Baton is unavailable', 'The broker cannot reach its store right now.'));
+          .send(errorPage({ kind: 'unavailable' }, localeOf(req)));
         return;
       }
       log.error({ err: error }, 'authorization route failed');
       res
         .status(500)
         .type('html')
-        .send(errorPage('Something went wrong', 'The broker could not complete the sign-in.'));
+        .send(errorPage({ kind: 'server_error' }, localeOf(req)));
     },
   );
 
