@@ -5,6 +5,7 @@ import { h, icon, ICONS, type Child } from '../dom.ts';
 import { t, type MessageKey } from '../i18n.ts';
 import { disconnectedText, problemText } from '../problem-text.ts';
 import { detailRow, display } from './details.ts';
+import { fieldLabel } from './field-labels.ts';
 import type { Screen } from './screen.ts';
 
 const PRIMARY_FACTS: readonly FactKey[] = ['plan', 'seats', 'validUntil', 'language'];
@@ -150,10 +151,6 @@ function fact(f: Fact): Child {
     h('dd', { 'data-fact': f.key }, display(f.value)),
   );
 }
-
-/** Known keys get the UI's own word; unknown ones keep their humanised name. */
-const fieldLabel = (field: { key: string; label: string }) =>
-  field.key === 'license' || field.key === 'licence' ? t('licenceLabel') : field.label;
 
 function detailsBlock(
   s: Screen,

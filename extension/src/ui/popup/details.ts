@@ -1,6 +1,7 @@
 import type { Display } from '../../present/user-record.ts';
 import { h, type Child } from '../dom.ts';
 import { formatDate, formatNumber, languageName, t } from '../i18n.ts';
+import { fieldLabel } from './field-labels.ts';
 
 /**
  * The "All details" renderer: any value of the user record (text, dates, numbers, languages,
@@ -36,7 +37,7 @@ export function display(d: Display): Child {
       return h(
         'dl',
         { class: 'tree tree--nested' },
-        d.fields.map((field) => detailRow(field.label, field.value)),
+        d.fields.map((field) => detailRow(fieldLabel(field), field.value)),
         d.more > 0
           ? [
               h('dt', { class: 'muted' }, '…'),
