@@ -1,10 +1,19 @@
 import { fakeBrowser } from 'wxt/testing/fake-browser';
 import { beforeAll, describe, expect, it } from 'vitest';
-import en from '../../../public/_locales/en/messages.json';
-import fr from '../../../public/_locales/fr/messages.json';
+import { readFileSync } from 'node:fs';
 import { fieldLabel } from './field-labels.ts';
 
-const catalogs = { en, fr } as Record<string, Record<string, { message: string }>>;
+const catalog = (locale: string) =>
+  JSON.parse(
+    readFileSync(
+      new URL(`../../../public/_locales/${locale}/messages.json`, import.meta.url),
+      'utf8',
+    ),
+  ) as Record<string, { message: string }>;
+const catalogs: Record<string, Record<string, { message: string }>> = {
+  en: catalog('en'),
+  fr: catalog('fr'),
+};
 let locale = 'en';
 
 beforeAll(() => {
