@@ -9,9 +9,15 @@ import {
   runDeployed,
   type DeployedFolder,
 } from '../support/deploy.ts';
-import { BalancedClient, productionFlow, PUBLIC_URL } from '../support/public-flow.ts';
+import {
+  BalancedClient,
+  PRODUCTION_SECRETS,
+  productionEnv,
+  productionFlow,
+  PUBLIC_URL,
+} from '../support/public-flow.ts';
 import { RedisServer } from '../support/redis.ts';
-import { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from '../support/stack.ts';
+import { CLIENT_ID, CLIENT_SECRET } from '../support/stack.ts';
 import {
   removeCertificate,
   selfSignedCertificate,
@@ -28,8 +34,7 @@ import {
  * client plays the load balancer in front of the broker (PUBLIC_URL https, TRUST_PROXY=1,
  * X-Forwarded-Proto: https).
  */
-const SESSION_SECRET = 'deploy-smoke-session-secret-0123456789abcdef';
-const KEY = `k1:${Buffer.alloc(32, 9).toString('base64')}`;
+const { SESSION_SECRET, TOKEN_ENCRYPTION_KEYS: KEY } = PRODUCTION_SECRETS;
 
 let folder: DeployedFolder;
 let certificate: TestCertificate;
@@ -62,24 +67,12 @@ afterAll(async () => {
   await folder?.[Symbol.asyncDispose]();
 });
 
-const productionEnv = (): Record<string, string> => ({
-  NODE_ENV: 'production',
-  AUTH_URL: tls.url,
-  CLIENT_ID,
-  CLIENT_SECRET,
-  PUBLIC_URL,
-  API_URL_ALLOWLIST: tls.url,
-  EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
-  SESSION_SECRET,
-  TOKEN_ENCRYPTION_KEYS: KEY,
-  REDIS_URL: redis.url,
-  TRUST_PROXY: '1',
-  NODE_EXTRA_CA_CERTS: certificate.certFile,
-});
+const env = (): Record<string, string> =>
+  productionEnv({ providerUrl: tls.url, redisUrl: redis.url, caFile: certificate.certFile });
 
 describe('the deployable folder in production', () => {
   it('runs the whole flow over https: start, approve, callback, POST /session, proxied users.me', async () => {
-    await using broker = await DeployedBroker.start(folder.dir, productionEnv());
+    await using broker = await DeployedBroker.start(folder.dir, env());
     const client = new BalancedClient(broker.url, certificate.cert);
     try {
       const session = await productionFlow(client, sandbox, tls.url);
@@ -88,7 +81,7 @@ describe('the deployable folder in production', () => {
       const { stdout } = await promisify(execFile)(
         process.execPath,
         [join(folder.dir, 'dist/admin.js'), 'stats'],
-        { env: { PATH: process.env.PATH ?? '', ...productionEnv() } },
+        { env: { PATH: process.env.PATH ?? '', ...env() } },
       );
       expect(JSON.parse(stdout)).toMatchObject({
         sessions: 1,
@@ -109,7 +102,7 @@ describe('the deployable folder in production', () => {
     const run = runDeployed(folder.dir, { NODE_ENV: 'production' });
     expect(await run.exited).toBe(1);
     const output = run.lines.join('\n');
-    for (const name of Object.keys(productionEnv()).filter(
+    for (const name of Object.keys(env()).filter(
       (name) => !['NODE_ENV', 'TRUST_PROXY', 'NODE_EXTRA_CA_CERTS', 'REDIS_URL'].includes(name),
     ))
       expect(output).toContain(`${name} is required when NODE_ENV=production`);
@@ -120,7 +113,7 @@ describe('the deployable folder in production', () => {
 
   it('refuses plain http for PUBLIC_URL and the API allowlist, naming both', async () => {
     const run = runDeployed(folder.dir, {
-      ...productionEnv(),
+      ...env(),
       PUBLIC_URL: 'http://broker.baton.test',
       API_URL_ALLOWLIST: sandbox.url,
     });

@@ -5,9 +5,15 @@ import { chmod } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../support/ports.ts';
-import { BalancedClient, productionFlow, PUBLIC_URL } from '../support/public-flow.ts';
+import {
+  BalancedClient,
+  PRODUCTION_SECRETS,
+  productionEnv,
+  productionFlow,
+  PUBLIC_URL,
+} from '../support/public-flow.ts';
 import { RedisServer } from '../support/redis.ts';
-import { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from '../support/stack.ts';
+import { CLIENT_ID, CLIENT_SECRET } from '../support/stack.ts';
 import {
   removeCertificate,
   selfSignedCertificate,
@@ -23,8 +29,7 @@ import { docker, IMAGE, ROOT } from './docker.ts';
  * only (every address stays on loopback), a real redis-server, the sandbox behind TLS, and the
  * production environment alone.
  */
-const SESSION_SECRET = 'image-suite-session-secret-0123456789abcdef';
-const KEY = `k1:${Buffer.alloc(32, 5).toString('base64')}`;
+const { SESSION_SECRET, TOKEN_ENCRYPTION_KEYS: KEY } = PRODUCTION_SECRETS;
 const CA_IN_CONTAINER = '/run/baton/test-ca.pem';
 
 let certificate: TestCertificate;
@@ -56,21 +61,10 @@ afterAll(async () => {
   if (certificate) await removeCertificate(certificate);
 });
 
-const productionEnv = (port: number): Record<string, string> => ({
-  NODE_ENV: 'production',
+const env = (port: number): Record<string, string> => ({
+  ...productionEnv({ providerUrl: tls.url, redisUrl: redis.url, caFile: CA_IN_CONTAINER }),
   HOST: '127.0.0.1',
   PORT: String(port),
-  AUTH_URL: tls.url,
-  CLIENT_ID,
-  CLIENT_SECRET,
-  PUBLIC_URL,
-  API_URL_ALLOWLIST: tls.url,
-  EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
-  SESSION_SECRET,
-  TOKEN_ENCRYPTION_KEYS: KEY,
-  REDIS_URL: redis.url,
-  TRUST_PROXY: '1',
-  NODE_EXTRA_CA_CERTS: CA_IN_CONTAINER,
 });
 
 const envArgs = (env: Record<string, string>): string[] =>
@@ -99,7 +93,7 @@ async function startContainer(extra: Record<string, string> = {}) {
     '0s',
     '--volume',
     `${certificate.certFile}:${CA_IN_CONTAINER}:ro`,
-    ...envArgs({ ...productionEnv(port), ...extra }),
+    ...envArgs({ ...env(port), ...extra }),
     IMAGE,
   ]);
   const url = `http://127.0.0.1:${port}`;

@@ -8,10 +8,39 @@ import {
 } from '@baton/shared';
 import { Agent, fetch, type Response } from 'undici';
 import { expect } from 'vitest';
-import { EXTENSION_REDIRECT } from './stack.ts';
+import { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from './stack.ts';
 
 /** The public origin the production tests give the broker (behind a TLS-terminating balancer). */
 export const PUBLIC_URL = 'https://broker.baton.test';
+/** The production broker's own secrets, fixed so that a test can grep its output for them. */
+export const PRODUCTION_SECRETS = {
+  SESSION_SECRET: 'production-tests-session-secret-0123456789abcdef',
+  TOKEN_ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 9).toString('base64')}`,
+} as const;
+
+/**
+ * A production broker's whole environment (NODE_ENV=production, https everywhere, one trusted
+ * proxy): the provider at `providerUrl` (TLS, its certificate trusted through `caFile`), a Redis.
+ */
+export function productionEnv(options: {
+  providerUrl: string;
+  redisUrl: string;
+  caFile: string;
+}): Record<string, string> {
+  return {
+    NODE_ENV: 'production',
+    AUTH_URL: options.providerUrl,
+    CLIENT_ID,
+    CLIENT_SECRET,
+    PUBLIC_URL,
+    API_URL_ALLOWLIST: options.providerUrl,
+    EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
+    ...PRODUCTION_SECRETS,
+    REDIS_URL: options.redisUrl,
+    TRUST_PROXY: '1',
+    NODE_EXTRA_CA_CERTS: options.caFile,
+  };
+}
 const FORWARDED = { 'x-forwarded-proto': 'https' };
 
 /**
