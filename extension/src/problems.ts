@@ -13,6 +13,8 @@ export type ProblemCode =
   | 'permission_missing'
   | 'cancelled'
   | 'auth_page_failed'
+  /** The broker does not accept this browser's redirect URL (EXTENSION_REDIRECT_URLS). */
+  | 'redirect_not_allowed'
   | 'interrupted'
   /** A license API's own answer through the proxy, about that call: not the broker's error. */
   | 'upstream_refused'

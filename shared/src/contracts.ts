@@ -9,6 +9,7 @@ export type Locale = (typeof LOCALES)[number];
 export const routes = {
   authStart: '/auth/start',
   authCallback: '/auth/callback',
+  redirectCheck: '/auth/redirect-check',
   session: '/session',
   connections: '/connections',
   connection: (id: string) => `/connections/${encodeURIComponent(id)}`,
@@ -25,6 +26,14 @@ export const authStartQuerySchema = z.object({
   code_challenge_method: z.literal('S256'),
 });
 export type AuthStartQuery = z.infer<typeof authStartQuerySchema>;
+
+/**
+ * `GET /auth/redirect-check?redirect_uri=…`: whether the broker accepts this extension redirect URL
+ * (EXTENSION_REDIRECT_URLS), asked before the authorization window opens. Rate limited with the
+ * other /auth routes; it says nothing but yes or no.
+ */
+export const redirectCheckResponseSchema = z.object({ allowed: z.boolean() });
+export type RedirectCheckResponse = z.infer<typeof redirectCheckResponseSchema>;
 
 /** `POST /session` body: redeem the one-time handoff from the end of the flow. */
 export const sessionCreateRequestSchema = z.object({

@@ -2,6 +2,7 @@ import {
   BROKER_ERROR_HEADER,
   connectionsResponseSchema,
   errorBodySchema,
+  redirectCheckResponseSchema,
   routes,
   sessionCreateResponseSchema,
   type Connection,
@@ -30,6 +31,11 @@ export interface BrokerClient {
   readonly baseUrl: string;
   /** Resolves when the broker answers at all (any status); for a clear "unreachable" early. */
   ping(): Promise<void>;
+  /**
+   * Whether the broker accepts this redirect URL, asked before the authorization window opens;
+   * true from a broker that predates the question (404), which the flow then finds out itself.
+   */
+  acceptsRedirect(redirectUri: string): Promise<boolean>;
   createSession(body: SessionCreateRequest, token: string | null): Promise<SessionCreateResponse>;
   listConnections(token: string): Promise<Connection[]>;
   /** The provider's user record, through the broker's proxy; its shape is not specified. */
@@ -94,6 +100,17 @@ export function createBrokerClient(options: BrokerClientOptions): BrokerClient {
     baseUrl,
     async ping() {
       await reach(routes.healthz, {});
+    },
+    async acceptsRedirect(redirectUri) {
+      const query = new URLSearchParams({ redirect_uri: redirectUri });
+      const response = await reach(`${routes.redirectCheck}?${query}`, {
+        headers: { Accept: 'application/json' },
+      });
+      if (response.status === 404) return true;
+      if (!response.ok) throw new ProblemError(await problemFromResponse(response, now));
+      const parsed = redirectCheckResponseSchema.safeParse(await json(response));
+      if (!parsed.success) throw new ProblemError({ code: 'unexpected' });
+      return parsed.data.allowed;
     },
     async createSession(body, token) {
       const response = await send('POST', routes.session, token, body);

@@ -42,8 +42,12 @@ export function createFlowRunner(core: BackgroundCore) {
       const client = core.clientFor(brokerUrl);
       await client.ping();
 
-      const pkce = await createPkce(deps.createVerifier);
       const redirectUri = deps.identity.getRedirectURL();
+      // Said at once, rather than left to a window that may never come back (Firefox stays on
+      // the broker's page when it refuses the redirect URL).
+      if (!(await client.acceptsRedirect(redirectUri)))
+        throw new ProblemError({ code: 'redirect_not_allowed' });
+      const pkce = await createPkce(deps.createVerifier);
       let finalUrl: string | undefined;
       try {
         finalUrl = await deps.identity.launchWebAuthFlow(

@@ -367,6 +367,32 @@ describe('flow.start', () => {
       expect(h.identity.launched).toHaveLength(0);
     });
 
+    it("says at once that the broker does not accept this browser's redirect URL, and opens nothing", async () => {
+      const h = await createHarness();
+      h.broker.acceptedRedirects = ['https://another-extension.chromiumapp.org/'];
+      h.identity.grant(h.broker, LICENCE_A);
+
+      await connect(h);
+
+      expect((await h.view()).flow).toMatchObject({
+        status: 'failed',
+        problem: { code: 'redirect_not_allowed' },
+      });
+      expect(h.identity.launched).toHaveLength(0);
+      const asked = h.broker.requests.find((r) => r.path === routes.redirectCheck);
+      expect(new URL(asked!.url).searchParams.get('redirect_uri')).toBe(REDIRECT_URL);
+    });
+
+    it('goes on when the broker predates the question (404)', async () => {
+      const h = await createHarness();
+      h.broker.fail('GET', routes.redirectCheck, () => new Response('', { status: 404 }));
+      h.identity.grant(h.broker, LICENCE_A);
+
+      await connect(h);
+
+      expect((await h.view()).flow).toMatchObject({ status: 'succeeded' });
+    });
+
     it('asks for the host permission first when it is missing, and calls nothing', async () => {
       const h = await createHarness({ granted: [] });
 

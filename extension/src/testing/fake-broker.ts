@@ -57,6 +57,8 @@ export class FakeBroker {
   readonly requests: RecordedRequest[] = [];
   /** When true, every request fails like a closed port. */
   unreachable = false;
+  /** The extension redirect URLs it accepts (EXTENSION_REDIRECT_URLS); null: any. */
+  acceptedRedirects: readonly string[] | null = null;
   private readonly sessions = new Map<string, Map<string, StoredConnection>>();
   private readonly handoffs = new Map<string, { licence: FakeLicence; challenge: string }>();
   private readonly overrides: {
@@ -223,6 +225,12 @@ export class FakeBroker {
   private async handle(request: RecordedRequest): Promise<Response> {
     const { method, path } = request;
     if (method === 'GET' && path === routes.healthz) return jsonResponse(200, { status: 'ok' });
+    if (method === 'GET' && path === routes.redirectCheck) {
+      const uri = new URL(request.url).searchParams.get('redirect_uri') ?? '';
+      return jsonResponse(200, {
+        allowed: this.acceptedRedirects === null || this.acceptedRedirects.includes(uri),
+      });
+    }
     if (method === 'POST' && path === routes.session) return this.createSession(request);
     const session = this.session(request);
     if (session === undefined) return errorResponse('invalid_session');

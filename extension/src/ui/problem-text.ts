@@ -11,6 +11,7 @@ export const PROBLEM_MESSAGES = {
   permission_missing: 'problemPermissionMissing',
   cancelled: 'problemCancelled',
   auth_page_failed: 'problemAuthPageFailed',
+  redirect_not_allowed: 'problemRedirectNotAllowed',
   interrupted: 'problemInterrupted',
   access_denied: 'problemAccessDenied',
   invalid_state: 'problemInvalidState',

@@ -1,4 +1,9 @@
-import { authStartQuerySchema, type AuthRedirectError } from '@baton/shared';
+import {
+  authStartQuerySchema,
+  routes,
+  type AuthRedirectError,
+  type RedirectCheckResponse,
+} from '@baton/shared';
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import type { Logger } from 'pino';
 import { checkApiUrl } from '../../oauth/allowlist.ts';
@@ -74,6 +79,14 @@ export function authRouter(deps: AuthDeps): Router {
     new Promise((resolve, reject) =>
       req.session.save((error) => (error ? reject(error) : resolve())),
     );
+
+  router.get(routes.redirectCheck, (req, res) => {
+    const uri = single(req, 'redirect_uri');
+    const answer: RedirectCheckResponse = {
+      allowed: uri !== undefined && config.extensionRedirectUrls.includes(uri),
+    };
+    res.json(answer);
+  });
 
   router.get('/auth/start', async (req, res) => {
     const parsed = authStartQuerySchema.safeParse({
