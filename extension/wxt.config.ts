@@ -3,6 +3,7 @@ import type { Plugin } from 'vite';
 import { defineConfig } from 'wxt';
 import { DEFAULT_BROKER_URL, hostPermissionFor, parseBrokerUrl } from './src/broker-url.ts';
 import { DEV_CHROME_PUBLIC_KEY } from './src/dev-identity.ts';
+import { releaseSettings } from './src/release.ts';
 
 /** The broker at build time; an invalid WXT_BROKER_URL fails the build instead of shipping. */
 function buildBrokerUrl(): string {
@@ -16,7 +17,13 @@ function buildBrokerUrl(): string {
   return parsed.url;
 }
 
-const brokerUrl = buildBrokerUrl();
+/**
+ * A store build (BATON_RELEASE=1, `pnpm release`): the broker and the Firefox add-on id come from
+ * build variables and are checked first (release.ts); no development `key`, no plain-http
+ * permission. A development build keeps the pinned ids the tests rely on.
+ */
+const release = process.env['BATON_RELEASE'] === '1' ? releaseSettings(process.env) : null;
+const brokerUrl = release?.brokerUrl ?? buildBrokerUrl();
 
 /**
  * zod (through @baton/shared's schemas) probes whether it may compile validators with
@@ -47,25 +54,35 @@ export default defineConfig({
     permissions: ['identity', 'storage'],
     host_permissions: [hostPermissionFor(brokerUrl)],
     // Another broker, chosen on the options page, is requested at run time.
-    optional_host_permissions: ['https://*/*', 'http://localhost/*', 'http://127.0.0.1/*'],
+    optional_host_permissions: release
+      ? ['https://*/*']
+      : ['https://*/*', 'http://localhost/*', 'http://127.0.0.1/*'],
     action: { default_title: '__MSG_extName__' },
     ...(browser === 'firefox'
       ? {
           browser_specific_settings: {
             gecko: {
-              id: DEV_FIREFOX_GECKO_ID,
+              id: release?.geckoId ?? DEV_FIREFOX_GECKO_ID,
               // MV3 background scripts, identity.launchWebAuthFlow, storage.session,
               // optional_host_permissions and data_collection_permissions (140) all present.
               strict_min_version: '140.0',
-              data_collection_permissions: { required: ['none'] },
+              // What the extension makes travel off the device (Mozilla's taxonomy): the session
+              // token and the sign-in's one-time codes go to the integrator's broker
+              // (authenticationInfo), and through it the user's name and e-mail address come back
+              // from the provider to be shown (personallyIdentifyingInfo). docs/privacy.md.
+              data_collection_permissions: {
+                required: ['authenticationInfo', 'personallyIdentifyingInfo'],
+              },
             },
             // Firefox for Android gained data_collection_permissions in 142.
             gecko_android: { strict_min_version: '142.0' },
           },
         }
-      : // Pins the development id (see @baton/shared dev-extension.ts). A store upload gets its
-        // id from the store and should build without it.
-        { key: DEV_CHROME_PUBLIC_KEY }),
+      : release
+        ? // The Chrome Web Store refuses a manifest with a key: it gives the id itself.
+          {}
+        : // Pins the development id (see @baton/shared dev-extension.ts).
+          { key: DEV_CHROME_PUBLIC_KEY }),
   }),
   zip: {
     // The extension imports @baton/shared from the workspace: a reviewer's sources zip needs
