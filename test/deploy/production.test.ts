@@ -1,4 +1,4 @@
-import { startSandbox, type RunningSandbox } from '@baton/sandbox';
+import type { RunningSandbox } from '@baton/sandbox';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -14,17 +14,12 @@ import {
   PRODUCTION_SECRETS,
   productionEnv,
   productionFlow,
-  PUBLIC_URL,
+  startTlsProvider,
+  type TlsProvider,
 } from '../support/public-flow.ts';
 import { RedisServer } from '../support/redis.ts';
-import { CLIENT_ID, CLIENT_SECRET } from '../support/stack.ts';
-import {
-  removeCertificate,
-  selfSignedCertificate,
-  startTlsTerminator,
-  type TestCertificate,
-  type TlsTerminator,
-} from '../support/tls.ts';
+import { CLIENT_SECRET } from '../support/stack.ts';
+import type { TestCertificate, TlsTerminator } from '../support/tls.ts';
 
 /**
  * The deployable folder, as an operator runs it: built by `deploy:folder` into a temp dir, started
@@ -41,29 +36,21 @@ let certificate: TestCertificate;
 let redis: RedisServer;
 let sandbox: RunningSandbox;
 let tls: TlsTerminator;
+let closeProvider: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  [folder, certificate, redis] = await Promise.all([
+  let provider: TlsProvider;
+  [folder, provider, redis] = await Promise.all([
     buildDeployedFolder(),
-    selfSignedCertificate(),
+    startTlsProvider(),
     RedisServer.start(),
   ]);
-  let sandboxPublicUrl = '';
-  sandbox = await startSandbox({ control: true, publicUrl: () => sandboxPublicUrl });
-  tls = await startTlsTerminator(certificate, sandbox.port);
-  sandboxPublicUrl = tls.url;
-  sandbox.sandbox.control.registerClient({
-    client_id: CLIENT_ID,
-    client_secret: CLIENT_SECRET,
-    redirect_uris: [`${PUBLIC_URL}/auth/callback`],
-  });
+  ({ certificate, sandbox, tls, close: closeProvider } = provider);
 }, 120_000);
 
 afterAll(async () => {
-  await tls?.close();
-  await sandbox?.close();
+  await closeProvider?.();
   await redis?.[Symbol.asyncDispose]();
-  if (certificate) await removeCertificate(certificate);
   await folder?.[Symbol.asyncDispose]();
 });
 

@@ -1,4 +1,4 @@
-import { startSandbox, type RunningSandbox } from '@baton/sandbox';
+import type { RunningSandbox } from '@baton/sandbox';
 import { routes } from '@baton/shared';
 import { execFile } from 'node:child_process';
 import { chmod } from 'node:fs/promises';
@@ -10,17 +10,12 @@ import {
   PRODUCTION_SECRETS,
   productionEnv,
   productionFlow,
-  PUBLIC_URL,
+  startTlsProvider,
+  type TlsProvider,
 } from '../support/public-flow.ts';
 import { RedisServer } from '../support/redis.ts';
-import { CLIENT_ID, CLIENT_SECRET } from '../support/stack.ts';
-import {
-  removeCertificate,
-  selfSignedCertificate,
-  startTlsTerminator,
-  type TestCertificate,
-  type TlsTerminator,
-} from '../support/tls.ts';
+import { CLIENT_SECRET } from '../support/stack.ts';
+import type { TestCertificate, TlsTerminator } from '../support/tls.ts';
 import { until } from '../support/wait.ts';
 import { docker, IMAGE, ROOT } from './docker.ts';
 
@@ -36,29 +31,21 @@ let certificate: TestCertificate;
 let redis: RedisServer;
 let sandbox: RunningSandbox;
 let tls: TlsTerminator;
+let closeProvider: (() => Promise<void>) | undefined;
 const containers: string[] = [];
 
 beforeAll(async () => {
-  [certificate, redis] = await Promise.all([selfSignedCertificate(), RedisServer.start()]);
+  let provider: TlsProvider;
+  [provider, redis] = await Promise.all([startTlsProvider(), RedisServer.start()]);
+  ({ certificate, sandbox, tls, close: closeProvider } = provider);
   // The container runs as uid 1000: the (public) test certificate must be readable to it.
   await chmod(certificate.certFile, 0o644);
-  let sandboxPublicUrl = '';
-  sandbox = await startSandbox({ control: true, publicUrl: () => sandboxPublicUrl });
-  tls = await startTlsTerminator(certificate, sandbox.port);
-  sandboxPublicUrl = tls.url;
-  sandbox.sandbox.control.registerClient({
-    client_id: CLIENT_ID,
-    client_secret: CLIENT_SECRET,
-    redirect_uris: [`${PUBLIC_URL}/auth/callback`],
-  });
 });
 
 afterAll(async () => {
   for (const name of containers) await docker(['rm', '--force', name]).catch(() => {});
-  await tls?.close();
-  await sandbox?.close();
+  await closeProvider?.();
   await redis?.[Symbol.asyncDispose]();
-  if (certificate) await removeCertificate(certificate);
 });
 
 const env = (port: number): Record<string, string> => ({

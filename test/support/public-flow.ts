@@ -1,4 +1,4 @@
-import type { RunningSandbox } from '@baton/sandbox';
+import { startSandbox, type RunningSandbox } from '@baton/sandbox';
 import {
   codeChallengeS256,
   createCodeVerifier,
@@ -9,6 +9,13 @@ import {
 import { Agent, fetch, type Response } from 'undici';
 import { expect } from 'vitest';
 import { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from './stack.ts';
+import {
+  removeCertificate,
+  selfSignedCertificate,
+  startTlsTerminator,
+  type TestCertificate,
+  type TlsTerminator,
+} from './tls.ts';
 
 /** The public origin the production tests give the broker (behind a TLS-terminating balancer). */
 export const PUBLIC_URL = 'https://broker.baton.test';
@@ -144,4 +151,39 @@ export async function productionFlow(
   expect(me.status).toBe(200);
   expect(await me.json()).toMatchObject({ email: expect.stringContaining('@') });
   return session;
+}
+
+/** The provider as production sees it: the sandbox behind a TLS terminator with a test certificate. */
+export interface TlsProvider {
+  certificate: TestCertificate;
+  sandbox: RunningSandbox;
+  tls: TlsTerminator;
+  close(): Promise<void>;
+}
+
+/**
+ * The sandbox behind TLS (production insists on https), with a certificate made for this run and
+ * the test integration registered for a broker at PUBLIC_URL.
+ */
+export async function startTlsProvider(): Promise<TlsProvider> {
+  const certificate = await selfSignedCertificate();
+  let sandboxPublicUrl = '';
+  const sandbox = await startSandbox({ control: true, publicUrl: () => sandboxPublicUrl });
+  const tls = await startTlsTerminator(certificate, sandbox.port);
+  sandboxPublicUrl = tls.url;
+  sandbox.sandbox.control.registerClient({
+    client_id: CLIENT_ID,
+    client_secret: CLIENT_SECRET,
+    redirect_uris: [`${PUBLIC_URL}/auth/callback`],
+  });
+  return {
+    certificate,
+    sandbox,
+    tls,
+    async close() {
+      await tls.close();
+      await sandbox.close();
+      await removeCertificate(certificate);
+    },
+  };
 }
