@@ -1,6 +1,12 @@
 import { routes } from '@baton/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authorize, providerCallback, startFlow, TestBrowser } from '../support/flow.ts';
+import {
+  authorize,
+  providerCallback,
+  startFlow,
+  TestBrowser,
+  tokenRequests,
+} from '../support/flow.ts';
 import { AttackerListener } from '../support/listener.ts';
 import { EXTENSION_REDIRECT, startBroker, type Stack } from '../support/stack.ts';
 import { useStack } from '../support/use-stack.ts';
@@ -9,10 +15,6 @@ let stack: Stack;
 useStack((started) => (stack = started));
 
 const exchanges = () => stack.sandbox.sandbox.control.counters().code_exchanges;
-const tokenRequests = () =>
-  stack.sandbox.sandbox.control
-    .requests()
-    .filter((request) => request.path.endsWith('/oauth2/access_token')).length;
 
 function startUrl(params: Record<string, string>): string {
   const url = new URL(routes.authStart, stack.broker.url);
@@ -87,7 +89,7 @@ describe('GET /auth/callback', () => {
     const flow = await startFlow(stack, browser);
     const { final } = await browser.navigate(flow.authorizeUrl.href);
     expect(final.href).toBe(`${EXTENSION_REDIRECT}?error=access_denied`);
-    expect(tokenRequests()).toBe(0);
+    expect(tokenRequests(stack)).toBe(0);
   });
 
   describe('when state is not the one this browser was given, the code is never sent', () => {
@@ -125,7 +127,7 @@ describe('GET /auth/callback', () => {
     ])('%s: redirects with invalid_state', async (_name, mutate) => {
       const { final } = await callbackWith(mutate);
       expect(final.href).toBe(`${EXTENSION_REDIRECT}?error=invalid_state`);
-      expect(tokenRequests()).toBe(0);
+      expect(tokenRequests(stack)).toBe(0);
     });
 
     it('from another browser session: invalid_state, and the other session keeps its flow', async () => {
@@ -136,7 +138,7 @@ describe('GET /auth/callback', () => {
       await startFlow(stack, victim);
       const { final } = await victim.navigate(attackerCallback.href);
       expect(final.href).toBe(`${EXTENSION_REDIRECT}?error=invalid_state`);
-      expect(tokenRequests()).toBe(0);
+      expect(tokenRequests(stack)).toBe(0);
     });
 
     it('without the cookie: a 400 page', async () => {
@@ -145,7 +147,7 @@ describe('GET /auth/callback', () => {
       const callback = await providerCallback(flow);
       const response = await fetch(callback, { redirect: 'manual' });
       expect(response.status).toBe(400);
-      expect(tokenRequests()).toBe(0);
+      expect(tokenRequests(stack)).toBe(0);
     });
 
     it('replayed after success: invalid_state, one exchange in all', async () => {
@@ -159,7 +161,7 @@ describe('GET /auth/callback', () => {
       const replay = await browser.navigate(callback.href);
       expect(replay.final.href).toBe(`${EXTENSION_REDIRECT}?error=invalid_state`);
       expect(exchanges()).toBe(1);
-      expect(tokenRequests()).toBe(1);
+      expect(tokenRequests(stack)).toBe(1);
     });
 
     it('after 10 minutes: invalid_state', async () => {
@@ -172,7 +174,7 @@ describe('GET /auth/callback', () => {
       stack.clock.advance(60_000);
       const { final } = await browser.navigate(callback.href);
       expect(final.href).toBe(`${EXTENSION_REDIRECT}?error=invalid_state`);
-      expect(tokenRequests()).toBe(0);
+      expect(tokenRequests(stack)).toBe(0);
     });
 
     it('when two callbacks with the same state race, only one exchanges', async () => {
@@ -184,7 +186,7 @@ describe('GET /auth/callback', () => {
         Array.from({ length: 5 }, () => browser.navigate(callback.href)),
       );
       expect(results.filter((result) => result.final.searchParams.has('handoff'))).toHaveLength(1);
-      expect(tokenRequests()).toBe(1);
+      expect(tokenRequests(stack)).toBe(1);
     });
   });
 
@@ -212,7 +214,7 @@ describe('GET /auth/callback', () => {
       const { final } = await browser.navigate(callback.href);
       expect(final.href).toBe(`${EXTENSION_REDIRECT}?error=invalid_api_url`);
       expect(attacker.connections).toBe(0);
-      expect(tokenRequests()).toBe(0);
+      expect(tokenRequests(stack)).toBe(0);
     });
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { providerCallback, startFlow, TestBrowser } from '../support/flow.ts';
+import { providerCallback, startFlow, TestBrowser, tokenRequests } from '../support/flow.ts';
 import { EXTENSION_REDIRECT, type Stack } from '../support/stack.ts';
 import { useStack } from '../support/use-stack.ts';
 
@@ -8,10 +8,6 @@ let stack: Stack;
 useStack((started) => (stack = started));
 
 const exchanges = () => stack.sandbox.sandbox.control.counters().code_exchanges;
-const tokenRequests = () =>
-  stack.sandbox.sandbox.control
-    .requests()
-    .filter((request) => request.path.endsWith('/oauth2/access_token')).length;
 
 /**
  * A page the user visits can navigate the top-level browser to the broker's callback, and the
@@ -56,6 +52,6 @@ describe('when another page forges a callback in the same browser, the real sign
     expect(failed.final.href).toBe(`${EXTENSION_REDIRECT}?error=server_error`);
     const late = await browser.navigate(callback.href);
     expect(late.response?.status).toBe(400);
-    expect(tokenRequests()).toBe(0);
+    expect(tokenRequests(stack)).toBe(0);
   });
 });

@@ -1,6 +1,6 @@
 import { connectionsResponseSchema, routes } from '@baton/shared';
 import { describe, expect, it } from 'vitest';
-import { call, connect } from '../support/flow.ts';
+import { call, connect, tokenRequests } from '../support/flow.ts';
 import type { Stack } from '../support/stack.ts';
 import { useStack } from '../support/use-stack.ts';
 
@@ -11,10 +11,7 @@ let stack: Stack;
 useStack((started) => (stack = started));
 
 const control = () => stack.sandbox.sandbox.control;
-const tokenCalls = () =>
-  control()
-    .requests()
-    .filter((request) => request.path.endsWith('/oauth2/access_token')).length;
+const tokenCalls = () => tokenRequests(stack);
 const usersMe = (token: string, id: string) => call(stack, routes.proxy(id, 'users.me'), token);
 const statusOf = async (token: string, id: string) =>
   connectionsResponseSchema

@@ -86,3 +86,10 @@ export function call(
     headers: { authorization: `Bearer ${sessionToken}`, ...(init.headers ?? {}) },
   });
 }
+
+/** Requests the stack's sandbox saw at its token endpoint (exchanges and refreshes, failed or not). */
+export function tokenRequests(stack: Stack): number {
+  return stack.sandbox.sandbox.control
+    .requests()
+    .filter((request) => request.path.endsWith('/oauth2/access_token')).length;
+}
