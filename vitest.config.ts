@@ -50,6 +50,9 @@ export default defineConfig({
           testTimeout: 90_000,
           // A Cluster with replicas waits for them to sync before its brokers start.
           hookTimeout: 180_000,
+          // One deployment at a time: each file runs a Redis Cluster or Sentinel set and three
+          // brokers, and their failovers are timed on the real clock of a 2-core machine.
+          fileParallelism: false,
         },
       },
       {

@@ -118,7 +118,18 @@ function puppeteerPage(page: PpPage): UiPage {
   page.setDefaultTimeout(TIMEOUT);
   return {
     url: () => page.url(),
-    click: (selector) => page.click(selector),
+    // The popup rebuilds its DOM on every change: an element found a moment before the click may
+    // be replaced by then (Playwright retries that by itself; puppeteer says "detached").
+    click: async (selector) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await page.click(selector);
+          return;
+        } catch (error) {
+          if (attempt >= 5 || !/detached|not attached/i.test(String(error))) throw error;
+        }
+      }
+    },
     fill: async (selector, value) => {
       await page.$eval(selector, (node) => ((node as HTMLInputElement).value = ''));
       await page.type(selector, value);

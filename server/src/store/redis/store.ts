@@ -37,8 +37,9 @@ export const REDIS_COMMAND_TIMEOUT_MS = 1000;
  * `command`, failed with a StoreUnavailableError once it has gone unanswered for `ms`. node-redis's
  * own command timeout stops counting once a command is written, so against a Redis that accepts
  * connections but never answers (frozen, or a black-holed network) every request would hang.
- * Checked again with node-redis 6 (`commandOptions.timeout`, `withCommandOptions`): a GET written
- * to a SIGSTOPped redis-server was still unanswered 30 s later, so this stays.
+ * node-redis 6's built-in command timeout does not replace it either: with `commandOptions.timeout`
+ * and `withCommandOptions`, a GET written to a SIGSTOPped redis-server was still unanswered 30 s
+ * later (tried when moving to 6, see the operations guide).
  */
 export function bounded<T>(command: Promise<T>, ms = REDIS_COMMAND_TIMEOUT_MS): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
