@@ -26,6 +26,11 @@ export interface Problem {
   readonly retryAt?: number;
   /** The license API's HTTP status, for `upstream_refused`. */
   readonly status?: number;
+  /**
+   * For `redirect_not_allowed`: this browser's redirect URL, which the broker's operator must add
+   * (it is no secret: the options page shows it too).
+   */
+  readonly redirectUrl?: string;
 }
 
 /** Thrown by the broker client and the flow; caught and turned into state at one place each. */

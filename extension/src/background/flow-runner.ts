@@ -46,7 +46,7 @@ export function createFlowRunner(core: BackgroundCore) {
       // Said at once, rather than left to a window that may never come back (Firefox stays on
       // the broker's page when it refuses the redirect URL).
       if (!(await client.acceptsRedirect(redirectUri)))
-        throw new ProblemError({ code: 'redirect_not_allowed' });
+        throw new ProblemError({ code: 'redirect_not_allowed', redirectUrl: redirectUri });
       const pkce = await createPkce(deps.createVerifier);
       let finalUrl: string | undefined;
       try {

@@ -376,7 +376,7 @@ describe('flow.start', () => {
 
       expect((await h.view()).flow).toMatchObject({
         status: 'failed',
-        problem: { code: 'redirect_not_allowed' },
+        problem: { code: 'redirect_not_allowed', redirectUrl: REDIRECT_URL },
       });
       expect(h.identity.launched).toHaveLength(0);
       const asked = h.broker.requests.find((r) => r.path === routes.redirectCheck);

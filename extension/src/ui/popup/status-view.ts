@@ -60,6 +60,9 @@ export function renderStatus(
           connecting ? h('strong', {}, title) : title,
         ),
         rest.map((line) => h('p', { class: 'notice-sub' }, line)),
+        model.detail === undefined
+          ? null
+          : h('p', { class: 'notice-detail mono', 'data-testid': 'status-detail' }, model.detail),
         model.problem !== undefined && !isBenign(model.problem) && model.problem !== 'access_denied'
           ? h('p', { class: 'notice-code' }, t('problemCode', model.problem))
           : null,

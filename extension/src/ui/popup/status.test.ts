@@ -41,6 +41,7 @@ const shape = (model: StatusModel | null) =>
         state: model.state,
         tone: model.tone,
         problem: model.problem,
+        ...(model.detail !== undefined && { detail: model.detail }),
         actions: model.actions.map((action) =>
           action.kind === 'dismiss'
             ? 'dismiss'
@@ -126,6 +127,21 @@ describe('which message the status line shows', () => {
         tone: 'warning',
         problem: 'permission_missing',
         actions: ['grant:connect(c2)', 'dismiss'],
+      },
+    ],
+    [
+      'a refused redirect URL shows the URL the operator must allow',
+      view({
+        flow: failed({ code: 'redirect_not_allowed', redirectUrl: 'https://x.chromiumapp.org/' }),
+      }),
+      null,
+      {
+        key: `flow-failed:${NOW - 1000}`,
+        state: 'error',
+        tone: 'error',
+        problem: 'redirect_not_allowed',
+        detail: 'https://x.chromiumapp.org/',
+        actions: ['retry:connect(c2)', 'dismiss'],
       },
     ],
     [

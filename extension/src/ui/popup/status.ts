@@ -37,6 +37,8 @@ export interface StatusModel {
   readonly tone: Tone;
   readonly text: string;
   readonly problem?: ProblemCode;
+  /** A value to show as is under the message (the redirect URL the operator must allow). */
+  readonly detail?: string;
   readonly actions: readonly StatusAction[];
 }
 
@@ -131,6 +133,7 @@ function problemStatus(
     tone: isBenign(problem.code) ? 'info' : problem.code === 'access_denied' ? 'warning' : 'error',
     text,
     problem: problem.code,
+    ...(problem.redirectUrl !== undefined && { detail: problem.redirectUrl }),
     actions: [{ kind: 'retry', retry }, DISMISS],
   };
 }
