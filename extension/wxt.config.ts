@@ -78,11 +78,14 @@ export default defineConfig({
             gecko_android: { strict_min_version: '142.0' },
           },
         }
-      : release
-        ? // The Chrome Web Store refuses a manifest with a key: it gives the id itself.
-          {}
-        : // Pins the development id (see @baton/shared dev-extension.ts).
-          { key: DEV_CHROME_PUBLIC_KEY }),
+      : {
+          // What an administrator may set by policy (storage.managed; docs/administrators.md).
+          // Firefox reads its policies without a schema.
+          storage: { managed_schema: 'managed_schema.json' },
+          // The Chrome Web Store refuses a manifest with a key: it gives the id itself. A
+          // development build pins its id (see @baton/shared dev-extension.ts).
+          ...(release ? {} : { key: DEV_CHROME_PUBLIC_KEY }),
+        }),
   }),
   zip: {
     // The extension imports @baton/shared from the workspace: a reviewer's sources zip needs

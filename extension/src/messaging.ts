@@ -31,7 +31,10 @@ export interface SettingsView {
   readonly brokerUrl: string;
   /** The broker the extension was built for. */
   readonly defaultBrokerUrl: string;
+  /** The default language in force (the organisation's, else the user's); null: automatic. */
   readonly locale: Locale | null;
+  /** The settings the organisation holds (managed storage): shown, and not changeable. */
+  readonly managed: { readonly brokerUrl: boolean; readonly locale: boolean };
   /** `identity.getRedirectURL()`: the broker operator must allow it. */
   readonly redirectUrl: string;
   /** Whether the extension may call `brokerUrl` (its host permission is granted). */
@@ -46,7 +49,11 @@ export interface SettingsChange {
 
 export type SettingsSaveResult =
   | { readonly ok: true; readonly settings: SettingsView }
-  | { readonly ok: false; readonly problem: BrokerUrlProblem | 'permission_missing' };
+  | {
+      readonly ok: false;
+      /** `managed`: the change touches a setting the organisation holds. */
+      readonly problem: BrokerUrlProblem | 'permission_missing' | 'managed';
+    };
 
 export type MessageType = keyof MessageMap;
 export type MessageRequest<K extends MessageType> = MessageMap[K]['request'];

@@ -1,3 +1,4 @@
+import type { ManagedSettings } from '../managed.ts';
 import type { PersistedState, StateStore } from '../state/persisted.ts';
 import type { View, ViewStore } from '../state/view.ts';
 import type { BrokerClient } from './broker-client.ts';
@@ -13,7 +14,9 @@ export interface BackgroundCore {
   readonly view: ViewStore;
   readonly now: () => number;
   readonly log: (event: string, fields?: Record<string, string | number | boolean>) => void;
-  /** The broker in use: the one set in the options, else the build's. */
+  /** The organisation's settings in force (managed storage). */
+  managed(): ManagedSettings;
+  /** The broker in use: the organisation's, else the one set in the options, else the build's. */
   brokerUrlOf(s: PersistedState): string;
   /** The session token for that broker, or null. */
   tokenOf(s: PersistedState): string | null;

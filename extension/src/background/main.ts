@@ -23,6 +23,13 @@ export function startBackground(): void {
       launchWebAuthFlow: (url) => browser.identity.launchWebAuthFlow({ url, interactive: true }),
     },
     hasHostPermission: (pattern) => browser.permissions.contains({ origins: [pattern] }),
+    managed: {
+      read: () => browser.storage.managed.get(),
+      onChange: (listener) =>
+        browser.storage.onChanged.addListener((_changes: unknown, area: string) => {
+          if (area === 'managed') listener();
+        }),
+    },
     keepAlive: () => {
       // An extension API call resets the service worker's idle timer; the user may spend
       // minutes on the provider's pages, and the flow's result lives in this worker's memory.

@@ -25,6 +25,7 @@ function stubHandlers(calls: [MessageType, unknown][] = []): Handlers {
       brokerUrl: 'b',
       defaultBrokerUrl: 'b',
       locale: null,
+      managed: { brokerUrl: false, locale: false },
       redirectUrl: 'r',
       hostPermissionGranted: true,
     }),

@@ -1,6 +1,7 @@
 import type { Connection } from '@baton/shared';
 import { hostPermissionFor } from '../broker-url.ts';
 import type { Handlers } from '../messaging.ts';
+import { NOT_MANAGED, effectiveSettings, parseManaged, type ManagedSettings } from '../managed.ts';
 import { ProblemError, toProblem, type Problem } from '../problems.ts';
 import type { PersistedState, StateStore } from '../state/persisted.ts';
 import type { ConnectionView, FlowState, Notice, View, ViewStore } from '../state/view.ts';
@@ -31,6 +32,14 @@ export interface BackgroundDeps {
   readonly createVerifier?: () => string;
   /** Keeps the service worker awake while the user is on the authorization pages. */
   readonly keepAlive?: () => () => void;
+  /**
+   * The organisation's settings (`storage.managed`, read as is: managed.ts checks them), and a
+   * way to hear that they changed. Absent: nothing is managed.
+   */
+  readonly managed?: {
+    read(): Promise<unknown>;
+    onChange(listener: () => void): void;
+  };
   /** Events with codes and flags only: never a token, a handoff, a verifier or user data. */
   readonly log?: (event: string, fields?: Record<string, string | number | boolean>) => void;
 }
@@ -57,7 +66,10 @@ export function createBackground(deps: BackgroundDeps): Background {
     return work;
   }
 
-  const brokerUrlOf = (s: PersistedState) => s.settings.brokerUrl ?? deps.buildBrokerUrl;
+  /** The organisation's settings, as last read; they win over the user's (managed.ts). */
+  let managed: ManagedSettings = NOT_MANAGED;
+  const inForce = (s: PersistedState) => effectiveSettings(s.settings, managed);
+  const brokerUrlOf = (s: PersistedState) => inForce(s).brokerUrl ?? deps.buildBrokerUrl;
   const tokenOf = (s: PersistedState) =>
     s.session !== null && s.session.brokerUrl === brokerUrlOf(s) ? s.session.sessionToken : null;
   const clientFor = (baseUrl: string): BrokerClient =>
@@ -68,7 +80,7 @@ export function createBackground(deps: BackgroundDeps): Background {
     return {
       ...v,
       brokerUrl: brokerUrlOf(s),
-      locale: s.settings.locale,
+      locale: inForce(s).locale,
       signedIn: tokenOf(s) !== null,
     };
   }
@@ -85,6 +97,7 @@ export function createBackground(deps: BackgroundDeps): Background {
     view,
     now,
     log,
+    managed: () => managed,
     brokerUrlOf,
     tokenOf,
     clientFor,
@@ -95,7 +108,40 @@ export function createBackground(deps: BackgroundDeps): Background {
     refresh: () => refresh(),
   };
 
+  async function readManaged(): Promise<ManagedSettings> {
+    let raw: unknown = {};
+    try {
+      raw = (await deps.managed?.read()) ?? {};
+    } catch {
+      // Firefox rejects when no policy or managed-storage manifest exists: nothing is managed.
+    }
+    const { settings: read, ignored } = parseManaged(raw);
+    for (const key of ignored) log('managed.ignored', { key });
+    return read;
+  }
+
+  /** The policy changed while the browser runs: a new broker starts afresh, as on the options page. */
+  async function managedChanged(): Promise<void> {
+    const s = await state.read();
+    const before = brokerUrlOf(s);
+    managed = await readManaged();
+    const brokerChanged = brokerUrlOf(s) !== before;
+    if (brokerChanged) epoch += 1;
+    await view.update((v) => ({
+      ...withState(v, s),
+      ...(brokerChanged && {
+        connections: [],
+        notice: null,
+        sync: { status: 'idle', problem: null, at: null },
+      }),
+    }));
+    log('managed.changed', { broker_changed: brokerChanged });
+    if (brokerChanged) void refresh();
+  }
+
   const ready = (async () => {
+    managed = await readManaged();
+    deps.managed?.onChange(() => void track(ready.then(managedChanged)));
     const s = await state.read();
     await view.update((v) => {
       // A flow lives in the worker's memory: if the view says one is running, the worker that ran

@@ -1,9 +1,13 @@
 import { hostPermissionFor, parseBrokerUrl } from '../broker-url.ts';
+import { effectiveSettings, managedFields } from '../managed.ts';
 import type { SettingsChange, SettingsSaveResult, SettingsView } from '../messaging.ts';
 import type { PersistedState } from '../state/persisted.ts';
 import type { BackgroundCore } from './core.ts';
 
-/** The options page's settings: read with what the page must show, and saved with checks. */
+/**
+ * The options page's settings: read with what the page must show (which of them the organisation
+ * holds), and saved with checks. A setting the organisation holds cannot be changed here.
+ */
 export function createSettings(core: BackgroundCore) {
   const { deps, state, view } = core;
 
@@ -12,13 +16,22 @@ export function createSettings(core: BackgroundCore) {
     return {
       brokerUrl,
       defaultBrokerUrl: deps.buildBrokerUrl,
-      locale: s.settings.locale,
+      locale: effectiveSettings(s.settings, core.managed()).locale,
+      managed: managedFields(core.managed()),
       redirectUrl: deps.identity.getRedirectURL(),
       hostPermissionGranted: await deps.hasHostPermission(hostPermissionFor(brokerUrl)),
     };
   }
 
   async function saveSettings(change: SettingsChange): Promise<SettingsSaveResult> {
+    const held = managedFields(core.managed());
+    if (
+      (change.brokerUrl !== undefined && held.brokerUrl) ||
+      (change.locale !== undefined && held.locale)
+    ) {
+      core.log('settings.refused', { reason: 'managed' });
+      return { ok: false, problem: 'managed' };
+    }
     let brokerUrl: string | null | undefined = undefined;
     if (change.brokerUrl !== undefined && change.brokerUrl !== null) {
       const parsed = parseBrokerUrl(change.brokerUrl);

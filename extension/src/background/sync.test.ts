@@ -306,6 +306,7 @@ describe('settings', () => {
       brokerUrl: BROKER,
       defaultBrokerUrl: BROKER,
       locale: 'fr',
+      managed: { brokerUrl: false, locale: false },
       redirectUrl: 'https://abcdefghijklmnopabcdefghijklmnop.chromiumapp.org/',
       hostPermissionGranted: true,
     });

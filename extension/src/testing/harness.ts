@@ -70,6 +70,8 @@ export interface Harness {
   readonly granted: Set<string>;
   readonly events: [string, Record<string, unknown> | undefined][];
   readonly clock: { now: number };
+  /** The organisation's policy (storage.managed): set it, then `changed()` as the browser would. */
+  readonly policy: { value: unknown; changed(): Promise<void> };
   view(): Promise<View>;
   send: Background['handlers'];
 }
@@ -79,6 +81,8 @@ export async function createHarness(
     granted?: readonly string[];
     verifier?: () => string;
     seed?: () => Promise<void>;
+    /** storage.managed's content at start-up; an Error: reading it fails (Firefox, no policy). */
+    managed?: unknown;
   } = {},
 ): Promise<Harness> {
   fakeBrowser.reset();
@@ -90,6 +94,14 @@ export async function createHarness(
   const events: Harness['events'] = [];
   const state = createStateStore(definePersistedStateItem(BROKER));
   const view = createViewStore(viewItem, () => BROKER);
+  const listeners: (() => void)[] = [];
+  const policy: Harness['policy'] = {
+    value: options.managed ?? {},
+    async changed() {
+      for (const listener of listeners) listener();
+      await background.idle();
+    },
+  };
   const background = createBackground({
     buildBrokerUrl: BROKER,
     state,
@@ -98,6 +110,13 @@ export async function createHarness(
     now: () => clock.now,
     identity: identity.api,
     hasHostPermission: async (pattern) => granted.has(pattern),
+    managed: {
+      read: async () => {
+        if (policy.value instanceof Error) throw policy.value;
+        return policy.value;
+      },
+      onChange: (listener) => listeners.push(listener),
+    },
     ...(options.verifier !== undefined && { createVerifier: options.verifier }),
     log: (event, fields) => events.push([event, fields]),
   });
@@ -110,6 +129,7 @@ export async function createHarness(
     granted,
     events,
     clock,
+    policy,
     view: () => view.read(),
     send: background.handlers,
   };

@@ -52,6 +52,27 @@ export function mountOptions(root: HTMLElement, deps: OptionsDeps): void {
   });
   const brokerHelp = h('p', { id: 'broker-help', class: 'field-help' });
   const permissionLine = h('p', { class: 'field-help', 'data-testid': 'broker-permission' });
+  // Shown, and the field locked, when the organisation sets the broker (managed storage).
+  const brokerManagedLine = h(
+    'p',
+    { class: 'field-help field-managed', hidden: true, 'data-testid': 'broker-managed' },
+    t('managedBroker'),
+  );
+  const brokerSaveButton = h(
+    'button',
+    { type: 'submit', class: 'btn btn--primary', 'data-testid': 'broker-url-save' },
+    t('brokerSave'),
+  );
+  const brokerResetButton = h(
+    'button',
+    {
+      type: 'button',
+      class: 'btn btn--quiet',
+      'data-testid': 'broker-url-reset',
+      onclick: () => void saveBroker(null),
+    },
+    t('brokerReset'),
+  );
 
   function showBrokerError(text: string | null): void {
     brokerError.textContent = text ?? '';
@@ -85,7 +106,9 @@ export function mountOptions(root: HTMLElement, deps: OptionsDeps): void {
         showBrokerError(
           result.problem === 'permission_missing'
             ? t('brokerPermissionDenied')
-            : t(BROKER_URL_MESSAGES[result.problem]),
+            : result.problem === 'managed'
+              ? t('managedRefused')
+              : t(BROKER_URL_MESSAGES[result.problem]),
         );
         return;
       }
@@ -109,26 +132,8 @@ export function mountOptions(root: HTMLElement, deps: OptionsDeps): void {
     },
     h('label', { for: 'broker-url', class: 'field-label' }, t('brokerLabel')),
     brokerHelp,
-    h(
-      'div',
-      { class: 'field-row' },
-      brokerInput,
-      h(
-        'button',
-        { type: 'submit', class: 'btn btn--primary', 'data-testid': 'broker-url-save' },
-        t('brokerSave'),
-      ),
-      h(
-        'button',
-        {
-          type: 'button',
-          class: 'btn btn--quiet',
-          'data-testid': 'broker-url-reset',
-          onclick: () => void saveBroker(null),
-        },
-        t('brokerReset'),
-      ),
-    ),
+    h('div', { class: 'field-row' }, brokerInput, brokerSaveButton, brokerResetButton),
+    brokerManagedLine,
     brokerError,
     permissionLine,
   );
@@ -162,13 +167,20 @@ export function mountOptions(root: HTMLElement, deps: OptionsDeps): void {
     ),
   );
 
+  const localeManagedLine = h(
+    'p',
+    { class: 'field-help field-managed', hidden: true, 'data-testid': 'locale-managed' },
+    t('managedLocale'),
+  );
+  localeFieldset.append(localeManagedLine);
+
   async function saveLocale(locale: Locale | null): Promise<void> {
     try {
       const result = await deps.send('settings.save', { locale });
       if (result.ok) {
         apply(result.settings);
         say(t('localeSaved'));
-      }
+      } else say(t('managedRefused'));
     } catch {
       say(t('saveFailed'));
     }
@@ -224,7 +236,16 @@ export function mountOptions(root: HTMLElement, deps: OptionsDeps): void {
     redirectInput.value = next.redirectUrl;
     for (const input of localeFieldset.querySelectorAll<HTMLInputElement>('input[type=radio]')) {
       input.checked = input.value === (next.locale ?? 'auto');
+      input.disabled = next.managed.locale;
     }
+    localeManagedLine.hidden = !next.managed.locale;
+    // What the organisation sets is shown as such and cannot be edited here.
+    brokerInput.readOnly = next.managed.brokerUrl;
+    brokerSaveButton.hidden = next.managed.brokerUrl;
+    brokerResetButton.hidden = next.managed.brokerUrl;
+    brokerManagedLine.hidden = !next.managed.brokerUrl;
+    brokerForm.dataset['managed'] = String(next.managed.brokerUrl);
+    localeFieldset.dataset['managed'] = String(next.managed.locale);
   }
 
   root.replaceChildren(
