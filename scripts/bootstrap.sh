@@ -43,6 +43,11 @@ need_system_tools() {
   command -v redis-sentinel >/dev/null || missing+=(redis-sentinel)
   command -v chromium >/dev/null || missing+=(chromium)
   command -v firefox-esr >/dev/null || missing+=(firefox-esr)
+  # Firefox's French and Dutch UI: the e2e suite reads the extension's screens in both.
+  for lang in fr nl; do
+    [ -e "/usr/lib/firefox-esr/browser/extensions/langpack-$lang@firefox-esr.mozilla.org.xpi" ] ||
+      missing+=("firefox-esr-l10n-$lang")
+  done
   command -v wrk >/dev/null || missing+=(wrk)
   command -v openssl >/dev/null || missing+=(openssl)
   # The image suite: a Docker engine, debootstrap for its stand-in base image, compose to check

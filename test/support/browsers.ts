@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page as PwPage } from 'playwright-core';
@@ -19,6 +19,8 @@ export interface UiPage {
   /** Evaluates an expression (may return a promise) in the page. */
   evaluate<T>(expression: string): Promise<T>;
   screenshot(path: string): Promise<void>;
+  goto(url: string): Promise<void>;
+  close(): Promise<void>;
 }
 
 export interface ExtensionBrowser {
@@ -27,6 +29,10 @@ export interface ExtensionBrowser {
   readonly console: string[];
   /** The popup, opened in a tab (a real popup closes when the auth window takes focus). */
   openPopup(): Promise<UiPage>;
+  /** One of the extension's pages (`options.html`) in a tab. */
+  openPage(path: string): Promise<UiPage>;
+  /** Opens `url` in a new tab, as a user following a link would. */
+  openUrl(url: string): Promise<UiPage>;
   /** Run `trigger` and return the authorization window it opens, once the sandbox shows in it. */
   authWindow(trigger: () => Promise<void>, sandboxOrigin: string): Promise<UiPage>;
   close(): Promise<void>;
@@ -70,6 +76,10 @@ function playwrightPage(page: PwPage): UiPage {
     screenshot: async (path) => {
       await page.screenshot({ path });
     },
+    goto: async (url) => {
+      await page.goto(url);
+    },
+    close: () => page.close(),
   };
 }
 
@@ -91,13 +101,20 @@ export async function launchChromium(extensionDir: string): Promise<ExtensionBro
   const worker = context.serviceWorkers()[0] ?? (await context.waitForEvent('serviceworker'));
   worker.on('console', (message) => console.push(`[background] ${message.text()}`));
   const extensionId = new URL(worker.url()).host;
+  const openPage = async (path: string) => {
+    const page = await context.newPage();
+    await page.goto(`chrome-extension://${extensionId}/${path}`);
+    return playwrightPage(page);
+  };
 
   return {
     name: 'chromium',
     console,
-    async openPopup() {
+    openPopup: () => openPage('popup.html'),
+    openPage,
+    async openUrl(url) {
       const page = await context.newPage();
-      await page.goto(`chrome-extension://${extensionId}/popup.html`);
+      await page.goto(url);
       return playwrightPage(page);
     },
     async authWindow(trigger, sandboxOrigin) {
@@ -148,45 +165,88 @@ function puppeteerPage(page: PpPage): UiPage {
     screenshot: async (path) => {
       await page.screenshot({ path: path as `${string}.png` });
     },
+    goto: async (url) => {
+      await page.goto(url);
+    },
+    close: () => page.close(),
   };
 }
 
 export const FIREFOX_UUID = '6c0ddc2a-6a43-4a5e-9c62-8b3e7f6a1d20';
 
+export interface FirefoxOptions {
+  /** The UI language (its langpack must be installed: Debian's firefox-esr-l10n-*). */
+  readonly locale?: string;
+  /**
+   * The organisation's policy for the extension: written as a managed-storage manifest under a
+   * home folder of the browser's own (~/.mozilla/managed-storage/<id>.json), as an administrator
+   * would, and read through `storage.managed`.
+   */
+  readonly managed?: Record<string, unknown>;
+}
+
 export async function launchFirefox(
   extensionDir: string,
   geckoId: string,
+  options: FirefoxOptions = {},
 ): Promise<ExtensionBrowser> {
   const profile = await mkdtemp(join(tmpdir(), 'baton-firefox-'));
+  const home = join(profile, 'home');
+  await mkdir(join(profile, 'profile'));
+  await mkdir(home);
+  if (options.managed !== undefined) {
+    const folder = join(home, '.mozilla', 'managed-storage');
+    await mkdir(folder, { recursive: true });
+    await writeFile(
+      join(folder, `${geckoId}.json`),
+      JSON.stringify({
+        name: geckoId,
+        description: 'Baton settings set by the organisation',
+        type: 'storage',
+        data: options.managed,
+      }),
+    );
+  }
+  const locale = options.locale ?? 'en-US';
   const browser: PpBrowser = await puppeteer.launch({
     browser: 'firefox',
     executablePath: '/usr/bin/firefox-esr',
     headless: true,
     args: ['--remote-allow-system-access'],
-    userDataDir: profile,
+    userDataDir: join(profile, 'profile'),
+    env: { ...process.env, HOME: home },
     extraPrefsFirefox: {
       'extensions.webextensions.uuids': JSON.stringify({ [geckoId]: FIREFOX_UUID }),
-      'intl.locale.requested': 'en-US',
+      'intl.locale.requested': locale,
+      'intl.accept_languages': locale === 'en-US' ? 'en-US, en' : `${locale}-BE, ${locale}`,
     },
   });
   await browser.installExtension(extensionDir);
   const console: string[] = [];
   const watch = (page: PpPage) =>
     page.on('console', (message) => console.push(`[${page.url()}] ${message.text()}`));
+  const openPage = async (path: string) => {
+    const page = await browser.newPage();
+    watch(page);
+    // page.goto never resolves for moz-extension:// pages here; navigate without waiting.
+    await (
+      page.mainFrame() as unknown as {
+        browsingContext: { navigate(url: string, wait: 'none'): Promise<unknown> };
+      }
+    ).browsingContext.navigate(`moz-extension://${FIREFOX_UUID}/${path}`, 'none');
+    await page.waitForSelector('body');
+    return puppeteerPage(page);
+  };
 
   return {
     name: 'firefox',
     console,
-    async openPopup() {
+    openPopup: () => openPage('popup.html'),
+    openPage,
+    async openUrl(url) {
       const page = await browser.newPage();
       watch(page);
-      // page.goto never resolves for moz-extension:// pages here; navigate without waiting.
-      await (
-        page.mainFrame() as unknown as {
-          browsingContext: { navigate(url: string, wait: 'none'): Promise<unknown> };
-        }
-      ).browsingContext.navigate(`moz-extension://${FIREFOX_UUID}/popup.html`, 'none');
-      await page.waitForSelector('body');
+      await page.goto(url);
       return puppeteerPage(page);
     },
     async authWindow(trigger, sandboxOrigin) {

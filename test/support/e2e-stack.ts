@@ -11,32 +11,54 @@ export const E2E_CLIENT = {
 export interface E2eStack {
   redis: RedisServer;
   sandbox: RunningSandbox;
+  /** The broker the extension was built for. */
   broker: BrokerProcess;
+  /**
+   * Another broker on the same Redis and sandbox, on one of `morePorts`. EXTENSION_REDIRECT_URLS:
+   * null keeps the development default (the built extension's ids), a string replaces it.
+   * The caller stops it.
+   */
+  startBroker(port: number, extensionRedirectUrls?: string | null): Promise<BrokerProcess>;
   close(): Promise<void>;
 }
 
-/** Real Redis, the sandbox (in this process, so the test drives its clock), a broker process. */
-export async function startE2eStack(brokerPort: number): Promise<E2eStack> {
+/**
+ * Real Redis, the sandbox (in this process, so the test drives its clock), a broker process; the
+ * sandbox also accepts the callbacks of brokers on `morePorts`.
+ */
+export async function startE2eStack(
+  brokerPort: number,
+  morePorts: readonly number[] = [],
+): Promise<E2eStack> {
   const redis = await RedisServer.start();
   const sandbox = await startSandbox({
     control: true,
-    clients: [{ ...E2E_CLIENT, redirect_uris: [`http://127.0.0.1:${brokerPort}/auth/callback`] }],
+    clients: [
+      {
+        ...E2E_CLIENT,
+        redirect_uris: [brokerPort, ...morePorts].map(
+          (port) => `http://127.0.0.1:${port}/auth/callback`,
+        ),
+      },
+    ],
   });
-  // EXTENSION_REDIRECT_URLS keeps its development default: the built extension's stable ids.
-  const broker = await BrokerProcess.start(
-    brokerEnv({
-      providerUrl: sandbox.url,
-      publicUrl: `http://127.0.0.1:${brokerPort}`,
-      redis: { REDIS_URL: redis.url },
-      client: { id: E2E_CLIENT.client_id, secret: E2E_CLIENT.client_secret },
-      extensionRedirectUrls: null,
-      extra: { PORT: String(brokerPort), LOG_LEVEL: 'info' },
-    }),
-  );
+  const startBroker = (port: number, extensionRedirectUrls: string | null = null) =>
+    BrokerProcess.start(
+      brokerEnv({
+        providerUrl: sandbox.url,
+        publicUrl: `http://127.0.0.1:${port}`,
+        redis: { REDIS_URL: redis.url },
+        client: { id: E2E_CLIENT.client_id, secret: E2E_CLIENT.client_secret },
+        extensionRedirectUrls,
+        extra: { PORT: String(port), LOG_LEVEL: 'info' },
+      }),
+    );
+  const broker = await startBroker(brokerPort);
   return {
     redis,
     sandbox,
     broker,
+    startBroker,
     async close() {
       await broker.stop();
       await sandbox.close();
