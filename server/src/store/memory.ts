@@ -1,6 +1,7 @@
-import type { Store, Versioned } from './types.ts';
+import type { OutboxWrite, Store, Versioned } from './types.ts';
 
 type Entry =
+  | { kind: 'list'; value: string[]; expiresAt: number }
   | { kind: 'string'; value: string; expiresAt: number }
   | { kind: 'versioned'; value: Versioned; expiresAt: number }
   | { kind: 'set'; value: Set<string>; expiresAt: number };
@@ -12,6 +13,16 @@ type Entry =
 export function createMemoryStore(now: () => number = Date.now): Store {
   const entries = new Map<string, Entry>();
   const indexes = new Map<string, Map<string, number>>();
+  const schedules = new Map<string, Map<string, number>>();
+  const listAt = (key: string): string[] => {
+    const entry = live(key);
+    return entry?.kind === 'list' ? entry.value : [];
+  };
+  const push = ({ key, entry, ttlMs }: OutboxWrite): void => {
+    const current = live(key);
+    const expiresAt = Math.max(now() + ttlMs, current?.expiresAt ?? 0);
+    entries.set(key, { kind: 'list', value: [...listAt(key), entry], expiresAt });
+  };
 
   const live = (key: string): Entry | undefined => {
     const entry = entries.get(key);
@@ -67,7 +78,7 @@ export function createMemoryStore(now: () => number = Date.now): Store {
       const entry = live(key);
       return entry?.kind === 'versioned' ? { ...entry.value } : null;
     },
-    async setVersioned(key, expected, value, ttlMs) {
+    async setVersioned(key, expected, value, ttlMs, outbox) {
       const entry = live(key);
       const current = entry?.kind === 'versioned' ? entry.value.version : 0;
       if (current !== expected) return false;
@@ -76,8 +87,52 @@ export function createMemoryStore(now: () => number = Date.now): Store {
         value: { version: expected + 1, value },
         expiresAt: now() + ttlMs,
       });
+      if (outbox) push(outbox);
       sweep();
       return true;
+    },
+    async delRecording(keys, outbox) {
+      for (const key of keys) entries.delete(key);
+      push(outbox);
+    },
+    async listPush(key, value, ttlMs) {
+      push({ key, entry: value, ttlMs });
+    },
+    async listHead(key) {
+      return listAt(key)[0] ?? null;
+    },
+    async listPopIfHead(key, value) {
+      const list = listAt(key);
+      if (list[0] !== value) return false;
+      list.shift();
+      if (list.length === 0) entries.delete(key);
+      return true;
+    },
+    async listRange(key, start, stop) {
+      const list = listAt(key);
+      const at = (i: number) => (i < 0 ? list.length + i : i);
+      return list.slice(Math.max(0, at(start)), at(stop) + 1);
+    },
+    async listLength(key) {
+      return listAt(key).length;
+    },
+    async schedulePut(key, member, atMs, options = {}) {
+      const schedule = schedules.get(key) ?? new Map<string, number>();
+      if (!(options.onlyIfAbsent === true && schedule.has(member))) schedule.set(member, atMs);
+      schedules.set(key, schedule);
+    },
+    async scheduleDue(key, atMs, limit) {
+      return [...(schedules.get(key) ?? new Map<string, number>())]
+        .filter(([, at]) => at <= atMs)
+        .sort(([a, x], [b, y]) => x - y || a.localeCompare(b))
+        .slice(0, limit)
+        .map(([member]) => member);
+    },
+    async scheduleRemove(key, member) {
+      schedules.get(key)?.delete(member);
+    },
+    async scheduleSize(key) {
+      return schedules.get(key)?.size ?? 0;
     },
     async setAdd(key, member, ttlMs) {
       const entry = live(key);
@@ -114,6 +169,7 @@ export function createMemoryStore(now: () => number = Date.now): Store {
     async close() {
       entries.clear();
       indexes.clear();
+      schedules.clear();
     },
   };
 }

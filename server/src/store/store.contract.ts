@@ -129,5 +129,69 @@ export function storeContract(
       expect(await store.get(a)).toBeNull();
       expect(await store.getVersioned(b)).toBeNull();
     });
+
+    it('records an event with a versioned write, and only when the write lands', async () => {
+      const { store } = setup();
+      const tag = Math.random().toString(36).slice(2);
+      const [record, outbox] = [`contract:{${tag}}:record`, `contract:{${tag}}:outbox`];
+      expect(
+        await store.setVersioned(record, 0, 'v1', 10_000, {
+          key: outbox,
+          entry: 'e1',
+          ttlMs: 10_000,
+        }),
+      ).toBe(true);
+      expect(
+        await store.setVersioned(record, 0, 'lost', 10_000, {
+          key: outbox,
+          entry: 'e-lost',
+          ttlMs: 10_000,
+        }),
+      ).toBe(false);
+      expect(
+        await store.setVersioned(record, 1, 'v2', 10_000, {
+          key: outbox,
+          entry: 'e2',
+          ttlMs: 10_000,
+        }),
+      ).toBe(true);
+      expect(await store.listRange(outbox, 0, -1)).toEqual(['e1', 'e2']);
+
+      await store.delRecording([record], { key: outbox, entry: 'e3', ttlMs: 10_000 });
+      expect(await store.getVersioned(record)).toBeNull();
+      expect(await store.listLength(outbox)).toBe(3);
+    });
+
+    it('pops a list’s head only while it is still the head', async () => {
+      const { store, advance } = setup();
+      const k = key('list');
+      expect(await store.listHead(k)).toBeNull();
+      await store.listPush(k, 'a', 50);
+      await store.listPush(k, 'b', 10_000);
+      expect(await store.listHead(k)).toBe('a');
+      expect(await store.listPopIfHead(k, 'b')).toBe(false);
+      expect(await store.listPopIfHead(k, 'a')).toBe(true);
+      expect(await store.listPopIfHead(k, 'a')).toBe(false);
+      expect(await store.listRange(k, 0, -1)).toEqual(['b']);
+      // A later, shorter time to live never shortens the list's.
+      await store.listPush(k, 'c', 10);
+      await advance(60);
+      expect(await store.listRange(k, -1, -1)).toEqual(['c']);
+    });
+
+    it('keeps a schedule: due members earliest first, a kept time, removal', async () => {
+      const { store } = setup();
+      const k = key('schedule');
+      await store.schedulePut(k, 'late', 3000);
+      await store.schedulePut(k, 'early', 1000);
+      await store.schedulePut(k, 'early', 5000, { onlyIfAbsent: true });
+      await store.schedulePut(k, 'moved', 9000);
+      await store.schedulePut(k, 'moved', 2000);
+      expect(await store.scheduleDue(k, 2500, 10)).toEqual(['early', 'moved']);
+      expect(await store.scheduleDue(k, 9999, 2)).toEqual(['early', 'moved']);
+      expect(await store.scheduleSize(k)).toBe(3);
+      await store.scheduleRemove(k, 'early');
+      expect(await store.scheduleDue(k, 9999, 10)).toEqual(['moved', 'late']);
+    });
   });
 }

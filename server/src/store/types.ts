@@ -31,7 +31,37 @@ export interface Store {
    * Write `value` as version `expected + 1` if the stored version is still `expected` (0: absent).
    * False when another writer got there first.
    */
-  setVersioned(key: string, expected: number, value: string, ttlMs: number): Promise<boolean>;
+  setVersioned(
+    key: string,
+    expected: number,
+    value: string,
+    ttlMs: number,
+    outbox?: OutboxWrite,
+  ): Promise<boolean>;
+  /** Delete `keys` and append `outbox`'s entry in one step (all on the outbox's slot). */
+  delRecording(keys: readonly string[], outbox: OutboxWrite): Promise<void>;
+  /** Append to a list; the list then lives at least `ttlMs` (it is never shortened). */
+  listPush(key: string, value: string, ttlMs: number): Promise<void>;
+  listHead(key: string): Promise<string | null>;
+  /** Remove the list's first element if it is still `value`: one of concurrent callers wins. */
+  listPopIfHead(key: string, value: string): Promise<boolean>;
+  /** Elements `start` to `stop` (inclusive; negative counts from the end), as LRANGE. */
+  listRange(key: string, start: number, stop: number): Promise<string[]>;
+  listLength(key: string): Promise<number>;
+  /**
+   * A schedule: members each due at a time, in milliseconds on the caller's clock (so a test's
+   * clock drives it). `onlyIfAbsent` keeps a member's time if it already has one.
+   */
+  schedulePut(
+    key: string,
+    member: string,
+    atMs: number,
+    options?: { onlyIfAbsent?: boolean },
+  ): Promise<void>;
+  /** Up to `limit` members due at `atMs` or before, earliest first. */
+  scheduleDue(key: string, atMs: number, limit: number): Promise<string[]>;
+  scheduleRemove(key: string, member: string): Promise<void>;
+  scheduleSize(key: string): Promise<number>;
   setAdd(key: string, member: string, ttlMs: number): Promise<void>;
   setRemove(key: string, member: string): Promise<void>;
   setMembers(key: string): Promise<string[]>;
@@ -46,6 +76,16 @@ export interface Store {
   /** Rejects when the store cannot be reached. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * An event recorded in the same step as the write it reports: `entry` appended to the list `key`
+ * (a session's outbox, on the session's slot), which then lives at least `ttlMs`.
+ */
+export interface OutboxWrite {
+  readonly key: string;
+  readonly entry: string;
+  readonly ttlMs: number;
 }
 
 export interface Versioned {

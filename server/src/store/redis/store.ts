@@ -1,12 +1,35 @@
 import { trackedAnswers, type Redis } from './clients.ts';
 import { StoreUnavailableError, type Store } from '../types.ts';
 
-const SET_VERSIONED = `
+/** Append ARGV[i] to the list KEYS[k], which then lives at least ARGV[i + 1] ms. */
+const PUSH = `local function push(k, i)
+  redis.call('RPUSH', KEYS[k], ARGV[i])
+  local ttl = tonumber(ARGV[i + 1])
+  if redis.call('PTTL', KEYS[k]) < ttl then redis.call('PEXPIRE', KEYS[k], ttl) end
+end`;
+
+/** KEYS[2], when given, is an outbox on the record's slot: the event goes in with the write. */
+const SET_VERSIONED = `${PUSH}
 local current = redis.call('HGET', KEYS[1], 'v')
 if (current or '0') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'v', tostring(tonumber(ARGV[1]) + 1), 'd', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if KEYS[2] then push(2, 4) end
 return 1`;
+
+/** Deletes every key but the last, and appends to the last (an outbox) in the same step. */
+const DEL_RECORDING = `${PUSH}
+for i = 1, #KEYS - 1 do redis.call('DEL', KEYS[i]) end
+push(#KEYS, 1)
+return 1`;
+
+const LIST_PUSH = `${PUSH}
+push(1, 1)
+return 1`;
+
+const LIST_POP_IF_HEAD = `
+if redis.call('LINDEX', KEYS[1], 0) == ARGV[1] then redis.call('LPOP', KEYS[1]) return 1 end
+return 0`;
 
 const DELETE_IF_EQUALS = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -189,12 +212,70 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
           return null;
         return Object.freeze({ version: Number(version), value });
       }),
-    setVersioned: async (key, expected, value, ttlMs) => {
+    setVersioned: async (key, expected, value, ttlMs, outbox) => {
       const written =
-        (await script(SET_VERSIONED, [key], [String(expected), value, String(ttlMs)])) === 1;
+        (await script(
+          SET_VERSIONED,
+          outbox ? [key, outbox.key] : [key],
+          [String(expected), value, String(ttlMs)].concat(
+            outbox ? [outbox.entry, String(outbox.ttlMs)] : [],
+          ),
+        )) === 1;
       if (written) await replicated(key);
       return written;
     },
+    delRecording: async (keys, outbox) => {
+      await script(DEL_RECORDING, [...keys, outbox.key], [outbox.entry, String(outbox.ttlMs)]);
+      await replicated(outbox.key);
+    },
+    listPush: async (key, value, ttlMs) => {
+      await script(LIST_PUSH, [key], [value, String(ttlMs)]);
+      await replicated(key);
+    },
+    listHead: async (key) =>
+      (await guard(() => redis.sendCommand(key, ['LINDEX', key, '0']))) as string | null,
+    listPopIfHead: async (key, value) => {
+      const popped = (await script(LIST_POP_IF_HEAD, [key], [value])) === 1;
+      if (popped) await replicated(key);
+      return popped;
+    },
+    listRange: async (key, start, stop) => [
+      ...((await guard(() =>
+        redis.sendCommand(key, ['LRANGE', key, String(start), String(stop)]),
+      )) as Iterable<string>),
+    ],
+    listLength: async (key) => Number(await guard(() => redis.sendCommand(key, ['LLEN', key]))),
+    schedulePut: async (key, member, atMs, options = {}) => {
+      await guard(() =>
+        redis.sendCommand(key, [
+          'ZADD',
+          key,
+          ...(options.onlyIfAbsent === true ? ['NX'] : []),
+          String(atMs),
+          member,
+        ]),
+      );
+      await replicated(key);
+    },
+    scheduleDue: async (key, atMs, limit) => [
+      ...((await guard(() =>
+        redis.sendCommand(key, [
+          'ZRANGE',
+          key,
+          '-inf',
+          String(atMs),
+          'BYSCORE',
+          'LIMIT',
+          '0',
+          String(limit),
+        ]),
+      )) as Iterable<string>),
+    ],
+    scheduleRemove: async (key, member) => {
+      await guard(() => client.zRem(key, member));
+      await replicated(key);
+    },
+    scheduleSize: async (key) => Number(await guard(() => redis.sendCommand(key, ['ZCARD', key]))),
     setAdd: async (key, member, ttlMs) => {
       await script(SET_ADD, [key], [member, String(ttlMs)]);
       await replicated(key);
