@@ -8,13 +8,14 @@
  *   drop-session <sid>          delete one session and its connections (sid: the session's key id)
  *   drop-session --connection <id>
  *                               the same, for the session that holds this connection
+ *   events                      events waiting for delivery, and the dead letters (given up on)
  */
 import { createAdmin } from './ops/admin-commands.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { createRedis } from './store/redis/clients.ts';
 
 const USAGE =
-  'usage: admin stats | reencrypt | drop-session <sid> | drop-session --connection <id>';
+  'usage: admin stats | reencrypt | drop-session <sid> | drop-session --connection <id> | events';
 
 async function main(args: string[]): Promise<number> {
   let config;
@@ -35,11 +36,14 @@ async function main(args: string[]): Promise<number> {
   redis.client.on('error', () => {});
   await redis.client.connect();
   try {
-    const admin = createAdmin(redis, config.keyring);
+    const admin = createAdmin(redis, config.keyring, {
+      events: config.eventsWebhook !== undefined,
+    });
     const [command, ...rest] = args;
     let result: unknown;
     if (command === 'stats') result = await admin.stats();
     else if (command === 'reencrypt') result = await admin.reencrypt();
+    else if (command === 'events' && rest.length === 0) result = await admin.events();
     else if (command === 'drop-session' && rest[0] === '--connection' && rest[1])
       result = await admin.dropSessionOf(rest[1]);
     else if (command === 'drop-session' && rest.length === 1 && rest[0])

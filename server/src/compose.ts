@@ -20,7 +20,7 @@ export interface ServiceDeps {
   sleep?: (ms: number) => Promise<void>;
   /** Bound on one token request, in ms, instead of config.tokenTimeoutMs (lease: 5 s longer). */
   tokenTimeoutMs?: number;
-  /** Where connection events go (EVENTS_WEBHOOK_URL); default nowhere. */
+  /** Where events are recorded (an outbox, when EVENTS_WEBHOOK_URL is set); default nowhere. */
   events?: EventSink;
 }
 
@@ -44,15 +44,15 @@ export function composeServices(deps: ServiceDeps) {
     now,
     timeoutMs: tokenTimeoutMs,
   });
-  const sessions = createSessions(store, now, config.sessionLifetime);
+  const events = deps.events ?? noEvents;
+  const sessions = createSessions(store, now, config.sessionLifetime, events);
   const connections = createConnectionRepository(store, sealer, {
     openedEntries: config.redisCacheEntries,
     sessions,
+    events,
   });
-  const events = deps.events ?? noEvents;
   const tokens = createTokenService({
     store,
-    events,
     connections,
     provider,
     now,

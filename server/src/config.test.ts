@@ -4,6 +4,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from './config.ts';
 
+const WHSEC_OLD = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
+const WHSEC_NEW = `whsec_${Buffer.alloc(24, 2).toString('base64')}`;
+
 const key = (byte: number) => Buffer.alloc(32, byte).toString('base64');
 const production = {
   NODE_ENV: 'production',
@@ -187,15 +190,33 @@ describe('loadConfig: operations settings', () => {
       METRICS_TOKEN: 'm'.repeat(32),
       METRICS_PORT: '9464',
       EVENTS_WEBHOOK_URL: 'https://hooks.example.com/baton',
-      EVENTS_WEBHOOK_SECRET: 's'.repeat(32),
+      EVENTS_WEBHOOK_SECRET: `${WHSEC_OLD}, ${WHSEC_NEW}`,
     });
     expect(config).toMatchObject({
       shutdownDelayMs: 5000,
       shutdownTimeoutMs: 20_000,
       metricsToken: 'm'.repeat(32),
       metricsPort: 9464,
-      eventsWebhook: { url: 'https://hooks.example.com/baton', secret: 's'.repeat(32) },
+      eventsWebhook: {
+        url: 'https://hooks.example.com/baton',
+        secrets: [Buffer.alloc(32, 1), Buffer.alloc(24, 2)],
+      },
     });
+  });
+
+  it.each([
+    ['a plain string', 's'.repeat(40)],
+    ['too few bytes', `whsec_${Buffer.alloc(16).toString('base64')}`],
+    ['not base64', 'whsec_not base64!'],
+    ['one bad secret of two', `${WHSEC_OLD},whsec_`],
+  ])('refuses a webhook secret that is %s', (_label, secret) => {
+    expect(
+      problems({
+        ...production,
+        EVENTS_WEBHOOK_URL: 'https://hooks.example.com/',
+        EVENTS_WEBHOOK_SECRET: secret,
+      }),
+    ).toEqual([expect.stringMatching(/^EVENTS_WEBHOOK_SECRET must be whsec_ and the base64/)]);
   });
 
   it('names a short metrics token, a webhook without its secret, and an http webhook', () => {
@@ -209,7 +230,7 @@ describe('loadConfig: operations settings', () => {
       problems({
         ...production,
         EVENTS_WEBHOOK_URL: 'http://hooks.example.com/',
-        EVENTS_WEBHOOK_SECRET: 's'.repeat(32),
+        EVENTS_WEBHOOK_SECRET: WHSEC_OLD,
       }),
     ).toEqual(['EVENTS_WEBHOOK_URL must be https in production']);
   });

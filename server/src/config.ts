@@ -1,3 +1,4 @@
+import { parseWebhookSecret } from './ops/events.ts';
 import { DEV_EXTENSION_REDIRECT_URLS } from '@baton/shared';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
@@ -60,7 +61,8 @@ export interface Config {
   /** A separate port serving only /metrics (METRICS_PORT). */
   metricsPort: number | undefined;
   /** Where connection events are POSTed, signed with the secret; both or neither. */
-  eventsWebhook: { url: string; secret: string } | undefined;
+  /** Where events go, signed with each secret (Standard Webhooks keys, decoded). */
+  eventsWebhook: { url: string; secrets: Buffer[] } | undefined;
 }
 
 const DEV = {
@@ -133,7 +135,13 @@ const schema = z.object({
   METRICS_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   EVENTS_WEBHOOK_URL: httpUrl.optional(),
-  EVENTS_WEBHOOK_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  EVENTS_WEBHOOK_SECRET: z
+    .string()
+    .refine(
+      (value) => value.split(',').every((secret) => parseWebhookSecret(secret.trim()) !== null),
+      'must be whsec_ and the base64 of 24 to 64 random bytes (echo "whsec_$(openssl rand -base64 32)"); during a rotation, several, comma-separated',
+    )
+    .optional(),
 });
 
 /** Thrown with every problem named, so an operator fixes them all in one go. */
@@ -355,7 +363,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     metricsPort: values.METRICS_PORT,
     eventsWebhook:
       values.EVENTS_WEBHOOK_URL !== undefined && values.EVENTS_WEBHOOK_SECRET !== undefined
-        ? { url: values.EVENTS_WEBHOOK_URL, secret: values.EVENTS_WEBHOOK_SECRET }
+        ? {
+            url: values.EVENTS_WEBHOOK_URL,
+            // Every event is signed with each: receivers move from one to the next at leisure.
+            secrets: values.EVENTS_WEBHOOK_SECRET.split(',').map(
+              (secret) => parseWebhookSecret(secret.trim()) as Buffer,
+            ),
+          }
         : undefined,
   };
 }

@@ -11,3 +11,5 @@ export { shouldRefresh } from './connections/refresh/policy.ts';
 export { storeDeps } from './http/stores.ts';
 export type { RedisClient } from './store/redis/clients.ts';
 export { configureServer } from './http/listener.ts';
+export { createOutbox, parseWebhookSecret, type BrokerEvent } from './ops/events.ts';
+export { createDelivery } from './ops/event-delivery.ts';

@@ -5,7 +5,8 @@ import { Agent } from 'undici';
 import { createApp } from './http/app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { checkDurability, configGetWith } from './ops/durability.ts';
-import { createWebhook } from './ops/events.ts';
+import { createDelivery } from './ops/event-delivery.ts';
+import { createOutbox } from './ops/events.ts';
 import { configureServer } from './http/listener.ts';
 import { createLogger } from './ops/logger.ts';
 import { metricsApp } from './http/metrics-route.ts';
@@ -70,15 +71,15 @@ async function main(): Promise<void> {
   const { store } = stores;
   const dispatcher = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
 
-  const events = config.eventsWebhook
-    ? createWebhook({
-        ...config.eventsWebhook,
-        fetch,
-        now: Date.now,
-        sleep: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref()),
-        log,
-      })
+  // Events go to an outbox in Redis with the change they report; every instance delivers them.
+  const delivery = config.eventsWebhook
+    ? createDelivery({ ...config.eventsWebhook, store, fetch, now: Date.now, log })
     : undefined;
+  const events = delivery
+    ? createOutbox({ store, now: Date.now, wake: () => delivery.wake() })
+    : undefined;
+  delivery?.start();
+  if (delivery) metrics.observeEvents(delivery);
   const broker = createApp({
     config,
     ...stores,
@@ -117,10 +118,10 @@ async function main(): Promise<void> {
   const shutdown = createShutdown({
     server,
     setReady: broker.setReady,
-    // Refreshes in flight, then the events they raised.
+    // Refreshes in flight, then the delivery under way (what is left waits in the outbox).
     idle: async () => {
       await broker.tokens.idle();
-      await events?.idle();
+      await delivery?.stop();
     },
     // Nothing is in flight any more, or it was cut off: no outbound request is worth waiting for.
     close: [

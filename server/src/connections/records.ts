@@ -1,6 +1,7 @@
 import type { Connection, DisconnectedReason } from '@baton/shared';
 import type { Sealer } from '../crypto.ts';
 import { invalidSession } from '../errors.ts';
+import { noEvents, type BrokerEvent, type EventSink } from '../ops/events.ts';
 import { keys } from '../store/keys.ts';
 import { DEFAULT_SESSION_LIFETIME, type Sessions } from './sessions.ts';
 import type { TokenSet } from '../oauth/provider.ts';
@@ -45,9 +46,14 @@ export interface LoadedConnection {
 export function createConnectionRepository(
   store: Store,
   sealer: Sealer,
-  options: { openedEntries?: number; sessions?: Pick<Sessions, 'remainingMs'> } = {},
+  options: {
+    openedEntries?: number;
+    sessions?: Pick<Sessions, 'remainingMs'>;
+    /** Where the events a write reports are recorded, in the same step (ops/events.ts). */
+    events?: EventSink;
+  } = {},
 ) {
-  const { openedEntries = 10_000 } = options;
+  const { openedEntries = 10_000, events = noEvents } = options;
   // Without sessions (unit tests, tools that seal records of their own), a fixed lifetime.
   const sessions = options.sessions ?? { remainingMs: async () => DEFAULT_SESSION_LIFETIME.idleMs };
   const aad = (sid: string, id: string) => `connection:${sid}:${id}`;
@@ -74,17 +80,28 @@ export function createConnectionRepository(
   const member = (sid: string, id: string) => `${sid}:${id}`;
   const OTHER = { connected: 'disconnected', disconnected: 'connected' } as const;
 
-  /** Compare-and-set over `version` (0: a new record). False when someone wrote first. */
-  async function save(sid: string, record: ConnectionRecord, version: number): Promise<boolean> {
+  /**
+   * Compare-and-set over `version` (0: a new record). False when someone wrote first. `event`, if
+   * given, is recorded with the write, in the same step: only when the write lands.
+   */
+  async function save(
+    sid: string,
+    record: ConnectionRecord,
+    version: number,
+    event?: BrokerEvent,
+  ): Promise<boolean> {
     const ttlMs = await sessions.remainingMs(sid);
     if (ttlMs === null) throw invalidSession();
     const sealed = sealer.seal(JSON.stringify(record), aad(sid, record.id));
+    const outbox = event ? events.record(sid, event) : null;
     const written = await store.setVersioned(
       keys.connection(sid, record.id),
       version,
       sealed,
       ttlMs,
+      outbox ?? undefined,
     );
+    if (written && outbox) await events.recorded(sid);
     if (written) {
       await store.setAdd(keys.connectionIds(sid), record.id, ttlMs);
       const at = member(sid, record.id);
@@ -118,8 +135,14 @@ export function createConnectionRepository(
       return store.setMembers(keys.connectionIds(sid));
     },
 
-    async remove(sid: string, id: string): Promise<void> {
-      await store.del(keys.connection(sid, id), keys.refreshLock(sid, id), keys.backoff(sid, id));
+    /** Removes the connection; `event`, if given, is recorded in the same step. */
+    async remove(sid: string, id: string, event?: BrokerEvent): Promise<void> {
+      const gone = [keys.connection(sid, id), keys.refreshLock(sid, id), keys.backoff(sid, id)];
+      const outbox = event ? events.record(sid, event) : null;
+      if (outbox) {
+        await store.delRecording(gone, outbox);
+        await events.recorded(sid);
+      } else await store.del(...gone);
       await store.setRemove(keys.connectionIds(sid), id);
       for (const status of ['connected', 'disconnected'] as const)
         await store.indexRemove(keys.connectionIndex(status), member(sid, id));

@@ -1,5 +1,6 @@
 import { hashToken, randomToken } from '../crypto.ts';
 import { keys } from '../store/keys.ts';
+import { noEvents, type BrokerEvent, type EventSink } from '../ops/events.ts';
 import type { Store } from '../store/types.ts';
 
 interface SessionValue {
@@ -36,6 +37,7 @@ export function createSessions(
   store: Store,
   now: () => number,
   lifetime: SessionLifetime = DEFAULT_SESSION_LIFETIME,
+  events: EventSink = noEvents,
 ) {
   const expiryOf = (session: SessionValue, at: number): number =>
     Math.min(
@@ -114,8 +116,12 @@ export function createSessions(
       return (await read(sid, false)) !== null;
     },
 
-    async destroy(sid: string): Promise<void> {
-      await store.del(keys.session(sid));
+    /** Ends the session; `event`, if given, is recorded in the same step. */
+    async destroy(sid: string, event?: BrokerEvent): Promise<void> {
+      const outbox = event ? events.record(sid, event) : null;
+      if (!outbox) return store.del(keys.session(sid));
+      await store.delRecording([keys.session(sid)], outbox);
+      await events.recorded(sid);
     },
   };
 }

@@ -45,7 +45,7 @@ export interface BrokerApp {
 export function createApp(deps: AppDeps): BrokerApp {
   const { config, store, log, metrics } = deps;
   const services = composeServices(deps);
-  const { now, provider, handoffs, sessions, connections, events, tokens } = services;
+  const { now, provider, handoffs, sessions, connections, tokens } = services;
   const readiness = createReadiness(store, log);
   const fail = errorAnswer(log, readiness);
   const https = config.publicUrl.protocol === 'https:';
@@ -132,7 +132,6 @@ export function createApp(deps: AppDeps): BrokerApp {
       requireSid,
       now,
       log,
-      events,
     }),
   );
   app.use((_req, _res, next) => {

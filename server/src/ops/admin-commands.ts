@@ -3,6 +3,7 @@ import { createSealer, MissingKeyError, type Keyring } from '../crypto.ts';
 import { keys } from '../store/keys.ts';
 import { createSessions } from '../connections/sessions.ts';
 import { createRedisStore } from '../store/redis/store.ts';
+import { createOutbox, noEvents } from './events.ts';
 import type { Redis } from '../store/redis/clients.ts';
 
 /** `baton:{sid}:connection:id`, the only keys holding sealed tokens. */
@@ -10,13 +11,20 @@ const CONNECTION_KEY = /^baton:\{([^}]+)\}:connection:(.+)$/;
 const SESSION_KEY = /^baton:\{([^}]+)\}:session$/;
 
 /** The operator's commands over the broker's Redis, whichever its topology. */
-export function createAdmin(redis: Redis, keyring: Keyring) {
+export function createAdmin(
+  redis: Redis,
+  keyring: Keyring,
+  options: {
+    /** EVENTS_WEBHOOK_URL is set: a dropped session is reported (`revoked`). */ events?: boolean;
+  } = {},
+) {
   const store = createRedisStore(redis);
   const sealer = createSealer(keyring);
+  // The brokers deliver what the CLI records: the outbox and its schedule are in Redis.
+  const events = options.events === true ? createOutbox({ store, now: Date.now }) : noEvents;
   // Re-sealed records keep to their session's lifetime (the sessions' own clock is Redis's).
-  const connections = createConnectionRepository(store, sealer, {
-    sessions: createSessions(store, Date.now),
-  });
+  const sessions = createSessions(store, Date.now, undefined, events);
+  const connections = createConnectionRepository(store, sealer, { sessions });
 
   /** SCAN walks one node's keyspace: a Cluster's keys are spread over its masters. */
   async function* scan(match: string): AsyncGenerator<string> {
@@ -42,8 +50,9 @@ export function createAdmin(redis: Redis, keyring: Keyring) {
 
   async function dropSession(sid: string) {
     const ids = await connections.ids(sid);
+    await sessions.destroy(sid, { type: 'session.ended', reason: 'revoked', connections: ids });
     for (const id of ids) await connections.remove(sid, id);
-    await store.del(keys.connectionIds(sid), keys.session(sid));
+    await store.del(keys.connectionIds(sid));
     return { ok: true, sid, connectionsDropped: ids.length };
   }
 
@@ -101,6 +110,21 @@ export function createAdmin(redis: Redis, keyring: Keyring) {
     },
 
     dropSession,
+
+    /** What waits for delivery, and the dead letters: ids, types, times and outcomes (no body). */
+    async events() {
+      const dead = (await store.listRange(keys.deadLetters, 0, -1)).map((raw) => {
+        const { id, type, session_ref, attempts, first_attempt_at, dead_at, last_outcome } =
+          JSON.parse(raw) as Record<string, unknown>;
+        return { id, type, session_ref, attempts, first_attempt_at, dead_at, last_outcome };
+      });
+      return {
+        ok: true,
+        sessionsWithEventsDue: await store.scheduleSize(keys.eventsDue),
+        deadLetters: dead.length,
+        dead,
+      };
+    },
 
     async dropSessionOf(connectionId: string) {
       for await (const { sid, id } of connectionKeys())

@@ -1,123 +1,126 @@
 import type { DisconnectedReason } from '@baton/shared';
-import { createHmac, randomUUID } from 'node:crypto';
-import type { Logger } from 'pino';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { keys } from '../store/keys.ts';
+import type { OutboxWrite, Store } from '../store/types.ts';
 
-/** What happened to a connection. Never a token, a session handle or a code: ids and origins. */
-export type ConnectionEvent =
+/**
+ * Events for the integrator's systems (docs/events.md), shaped and signed by the Standard
+ * Webhooks specification. Each is recorded in the session's outbox in the same store step as the
+ * change it reports (Store.setVersioned / delRecording with an OutboxWrite), then delivered from
+ * there (ops/event-delivery.ts). They carry ids, origins and reasons: never a token, a code, a
+ * secret or a session handle.
+ */
+export interface EventConnection {
+  id: string;
+  api_origin: string;
+}
+
+export type BrokerEvent =
+  | { type: 'connection.created'; connection: EventConnection }
+  | { type: 'connection.reconnected'; connection: EventConnection }
   | {
       type: 'connection.disconnected';
-      connection: { id: string; api_origin: string; reason: DisconnectedReason };
+      connection: EventConnection & { reason: DisconnectedReason };
     }
-  | { type: 'connection.reconnected'; connection: { id: string; api_origin: string } };
+  | { type: 'connection.removed'; connection: EventConnection }
+  | {
+      type: 'session.ended';
+      /** signed_out: the user signed out; revoked: an operator dropped it (admin CLI). */
+      reason: 'signed_out' | 'revoked';
+      /** The connections that ended with it. */
+      connections: string[];
+    };
 
-export interface EventSink {
-  /** Queue an event for delivery; never blocks, never throws. */
-  emit(event: ConnectionEvent): void;
-  /** Resolves once every queued event was delivered or given up on (for shutdown). */
-  idle(): Promise<void>;
-}
+export type EventType = BrokerEvent['type'];
 
-export const noEvents: EventSink = { emit() {}, idle: async () => {} };
-
-export const SIGNATURE_HEADER = 'x-baton-signature';
-export const TIMESTAMP_HEADER = 'x-baton-timestamp';
-
-/** `v1=` + hex HMAC-SHA256 over `${timestamp}.${body}`: what a receiver recomputes and compares. */
-export function signEvent(secret: string, timestamp: string, body: string): string {
-  return `v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
-}
-
-export interface WebhookOptions {
-  url: string;
-  secret: string;
-  fetch: typeof globalThis.fetch;
-  now: () => number;
-  sleep: (ms: number) => Promise<void>;
-  log: Logger;
-  /** Tries per event, the first included (default 6: about 30 s of back-off in all). */
-  attempts?: number;
-  /** First back-off; doubles each time (default 1 s). */
-  backoffMs?: number;
-  /** Bound on one delivery (default 5 s). */
-  timeoutMs?: number;
-  /** Events waiting beyond this are dropped, with a warning (default 1000). */
-  maxPending?: number;
+/** As stored in an outbox: the body is serialised once, so every attempt signs the same bytes. */
+export interface OutboxEntry {
+  id: string;
+  type: EventType;
+  body: string;
 }
 
 /**
- * Delivers events to EVENTS_WEBHOOK_URL, signed, in the background: a 2xx is delivered; a network
- * error, a timeout, a 408, a 429 or a 5xx is tried again with exponential back-off, a bounded
- * number of times; any other answer is final.
+ * Where events go. `record` gives the entry to write with the change (null: events are off);
+ * `recorded` is called once that write landed, so the session's outbox gets delivered.
  */
-export function createWebhook(options: WebhookOptions): EventSink {
-  const attempts = options.attempts ?? 6;
-  const backoffMs = options.backoffMs ?? 1000;
-  const timeoutMs = options.timeoutMs ?? 5000;
-  const maxPending = options.maxPending ?? 1000;
-  const { log } = options;
-  const pending = new Set<Promise<void>>();
+export interface EventSink {
+  record(sid: string, event: BrokerEvent): OutboxWrite | null;
+  recorded(sid: string): Promise<void>;
+}
 
-  async function deliver(body: string, type: string, id: string): Promise<void> {
-    for (let attempt = 1; attempt <= attempts; attempt++) {
-      const timestamp = String(Math.floor(options.now() / 1000));
-      let outcome: string;
-      try {
-        const response = await options.fetch(options.url, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            [TIMESTAMP_HEADER]: timestamp,
-            [SIGNATURE_HEADER]: signEvent(options.secret, timestamp, body),
-          },
-          body,
-          redirect: 'manual',
-          signal: AbortSignal.timeout(timeoutMs),
-        });
-        await response.body?.cancel();
-        if (response.ok) {
-          log.info({ event: id, type, attempt }, 'event delivered');
-          return;
-        }
-        const retriable =
-          response.status === 408 || response.status === 429 || response.status >= 500;
-        if (!retriable) {
-          log.warn({ event: id, type, status: response.status }, 'event refused by the receiver');
-          return;
-        }
-        outcome = `status ${response.status}`;
-      } catch (error) {
-        outcome = (error as Error).name;
-      }
-      if (attempt === attempts) {
-        log.error({ event: id, type, attempts, outcome }, 'event not delivered; giving up');
-        return;
-      }
-      log.warn({ event: id, type, attempt, outcome }, 'event not delivered; trying again');
-      await options.sleep(backoffMs * 2 ** (attempt - 1));
-    }
-  }
+export const noEvents: EventSink = { record: () => null, recorded: async () => {} };
 
+/**
+ * A session's reference in events: stable for the session's life and the same in every event of
+ * it, derived one way from the session id so it cannot be turned back into anything usable.
+ */
+export function sessionRef(sid: string): string {
+  return `ses_${createHash('sha256').update(`baton-event-ref:${sid}`).digest('base64url').slice(0, 22)}`;
+}
+
+/** The payload a receiver gets: `{ type, timestamp, data }`, as Standard Webhooks suggests. */
+function payload(sid: string, event: BrokerEvent, at: number): string {
+  const session = { ref: sessionRef(sid) };
+  const data =
+    event.type === 'session.ended'
+      ? { session: { ...session, reason: event.reason }, connections: event.connections }
+      : { session, connection: event.connection };
+  return JSON.stringify({ type: event.type, timestamp: new Date(at).toISOString(), data });
+}
+
+/** How long an outbox outlives its last event: past the delivery window, with a day to spare. */
+export const OUTBOX_RETENTION_MS = 48 * 3600 * 1000;
+
+export function createOutbox(options: {
+  store: Store;
+  now: () => number;
+  /** Called after an event landed: this instance delivers it without waiting for its next poll. */
+  wake?: () => void;
+}): EventSink {
+  const { store, now } = options;
   return {
-    emit(event) {
-      if (pending.size >= maxPending) {
-        log.warn({ type: event.type }, 'too many events waiting; dropping one');
-        return;
-      }
-      const id = randomUUID();
-      const body = JSON.stringify({
-        id,
+    record(sid, event) {
+      const entry: OutboxEntry = {
+        id: `msg_${randomBytes(16).toString('base64url')}`,
         type: event.type,
-        occurred_at: new Date(options.now()).toISOString(),
-        connection: event.connection,
-      });
-      const delivery = deliver(body, event.type, id).catch((error: unknown) => {
-        log.error({ err: error, event: id }, 'event delivery failed');
-      });
-      pending.add(delivery);
-      void delivery.finally(() => pending.delete(delivery));
+        body: payload(sid, event, now()),
+      };
+      return { key: keys.outbox(sid), entry: JSON.stringify(entry), ttlMs: OUTBOX_RETENTION_MS };
     },
-    async idle() {
-      while (pending.size > 0) await Promise.allSettled([...pending]);
+    async recorded(sid) {
+      // An outbox already waiting (in back-off) keeps its time: order before speed.
+      await store.schedulePut(keys.eventsDue, sid, now(), { onlyIfAbsent: true });
+      options.wake?.();
     },
   };
+}
+
+/**
+ * A Standard Webhooks secret: `whsec_` and the base64 of 24 to 64 random bytes. The key is the
+ * decoded bytes, as every Standard Webhooks library reads it.
+ */
+export function parseWebhookSecret(secret: string): Buffer | null {
+  const match = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(secret);
+  if (!match?.[1]) return null;
+  const key = Buffer.from(match[1], 'base64');
+  return key.length >= 24 && key.length <= 64 ? key : null;
+}
+
+/**
+ * The `webhook-signature` header: `v1,<base64 HMAC-SHA256 over id.timestamp.body>` for each
+ * secret, space-separated (several during a rotation: a receiver accepts any one it knows).
+ */
+export function signatures(
+  secrets: readonly Buffer[],
+  id: string,
+  timestamp: string,
+  body: string,
+): string {
+  return secrets
+    .map(
+      (key) =>
+        `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`,
+    )
+    .join(' ');
 }

@@ -1,5 +1,12 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { TokenCounters } from '../connections/refresh/service.ts';
+import type { DeliveryCounters } from './event-delivery.ts';
+
+/** The webhook delivery, as the metrics read it (ops/event-delivery.ts). */
+export interface EventsSource {
+  counters: DeliveryCounters;
+  backlog(): Promise<{ sessions: number; deadLetters: number }>;
+}
 
 /** What the metrics read at scrape time: cheap counters kept elsewhere, and the index counts. */
 export interface MetricsSources {
@@ -15,6 +22,8 @@ export interface Metrics {
   redisError(): void;
   /** Wire the scrape-time sources once the app has built them. */
   observe(sources: MetricsSources): void;
+  /** Wire the webhook delivery, when EVENTS_WEBHOOK_URL is set. */
+  observeEvents(source: EventsSource): void;
 }
 
 const REFRESH_OUTCOMES = {
@@ -106,8 +115,57 @@ export function createMetrics(): Metrics {
     },
   });
 
+  let events: EventsSource | undefined;
+  const seenEvents: Partial<Record<keyof DeliveryCounters, number>> = {};
+  const eventCounter = (name: string, help: string, field: keyof DeliveryCounters) =>
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        if (!events) return;
+        const value = events.counters[field];
+        this.inc(value - (seenEvents[field] ?? 0));
+        seenEvents[field] = value;
+      },
+    });
+  eventCounter(
+    'baton_events_delivered_total',
+    'Events this instance delivered (answered 2xx by the receiver).',
+    'delivered',
+  );
+  eventCounter(
+    'baton_event_delivery_failures_total',
+    'Delivery attempts of this instance that failed (no answer, a timeout, or not 2xx): tried again later.',
+    'failedAttempts',
+  );
+  eventCounter(
+    'baton_events_dead_lettered_total',
+    'Events this instance gave up on after the delivery window (see `admin events`).',
+    'deadLettered',
+  );
+  new Gauge({
+    name: 'baton_events_backlog',
+    help: 'What waits in Redis (across every instance): sessions with events due, and dead letters.',
+    labelNames: ['kind'],
+    registers: [registry],
+    async collect() {
+      if (!events) return;
+      try {
+        const { sessions, deadLetters } = await events.backlog();
+        this.set({ kind: 'sessions_due' }, sessions);
+        this.set({ kind: 'dead_letters' }, deadLetters);
+      } catch {
+        redisErrors.inc();
+      }
+    },
+  });
+
   return {
     registry,
+    observeEvents(source) {
+      events = source;
+    },
     answered(method, route, status, seconds) {
       const key = `${method} ${route} ${status}`;
       let series = byLabels.get(key);

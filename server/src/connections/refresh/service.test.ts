@@ -1,3 +1,4 @@
+import type { EventSink } from '../../ops/events.ts';
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
 import {
@@ -131,21 +132,26 @@ function instances(count: number, startAt = NOW) {
   const connections = createConnectionRepository(store, sealer);
   const sleeps: (() => void)[] = [];
   const calls: string[] = [];
-  const events: unknown[] = [];
+  /** Events land in a list of the store, with the write that reports them. */
+  const sink: EventSink = {
+    record: (_sid, event) => ({ key: 'outbox', entry: JSON.stringify(event), ttlMs: 60_000 }),
+    recorded: async () => {},
+  };
+  const events = async () =>
+    (await store.listRange('outbox', 0, -1)).map((entry) => JSON.parse(entry) as unknown);
   let answer: (refreshToken: string) => Promise<TokenSet> = async () => {
     throw new Error('no provider answer set');
   };
   const made = Array.from({ length: count }, () =>
     createTokenService({
       store,
-      connections: createConnectionRepository(store, sealer),
+      connections: createConnectionRepository(store, sealer, { events: sink }),
       provider: {
         refresh: (_apiUrl: string, refreshToken: string) => {
           calls.push(refreshToken);
           return answer(refreshToken);
         },
       } as unknown as Provider,
-      events: { emit: (event) => events.push(event), idle: async () => {} },
       now: clock,
       sleep: () => new Promise<void>((resolve) => sleeps.push(resolve)),
       log: pino({ level: 'silent' }),
@@ -287,7 +293,7 @@ describe('the refresh, step by step on the in-memory store', () => {
       disconnectedReason: 'refresh_rejected',
     });
     expect(result.record.tokens).toBeUndefined();
-    expect(w.events).toEqual([
+    expect(await w.events()).toEqual([
       {
         type: 'connection.disconnected',
         connection: {

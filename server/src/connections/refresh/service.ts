@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import type { ConnectionRecord, ConnectionRepository, LoadedConnection } from '../records.ts';
 import { BrokerError, notFound } from '../../errors.ts';
-import type { EventSink } from '../../ops/events.ts';
 import { keys } from '../../store/keys.ts';
 import { ProviderError, type Provider } from '../../oauth/provider.ts';
 import { isStoreDown } from '../../store/errors.ts';
@@ -18,8 +17,6 @@ import {
 
 export interface TokenServiceDeps {
   store: Store;
-  /** Told when a connection is disconnected (default: nobody). */
-  events?: EventSink;
   connections: ConnectionRepository;
   provider: Provider;
   now: () => number;
@@ -286,7 +283,12 @@ export function createTokenService(deps: TokenServiceDeps) {
       status: 'disconnected',
       disconnectedReason: reason,
     };
-    if (!(await connections.save(sid, next, current.version))) {
+    const event = {
+      type: 'connection.disconnected',
+      connection: { id: record.id, api_origin: new URL(record.apiUrl).origin, reason },
+    } as const;
+    // The event is recorded with the write that disconnects (connections.save): only once.
+    if (!(await connections.save(sid, next, current.version, event))) {
       return (await connections.load(sid, record.id)) ?? current;
     }
     await store.del(keys.backoff(sid, record.id));
@@ -294,10 +296,6 @@ export function createTokenService(deps: TokenServiceDeps) {
       { connection: record.id, status: error.status, reason: next.disconnectedReason },
       'provider rejected the refresh; connection disconnected',
     );
-    deps.events?.emit({
-      type: 'connection.disconnected',
-      connection: { id: record.id, api_origin: new URL(record.apiUrl).origin, reason },
-    });
     return { record: next, version: current.version + 1 };
   }
 

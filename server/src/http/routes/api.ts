@@ -19,7 +19,6 @@ import type { Store } from '../../store/types.ts';
 import type { ConnectionLoader } from '../../connections/loader.ts';
 import { bearer, type RequireSid } from '../session-auth.ts';
 import type { HandoffPayload, Handoffs } from '../../oauth/handoff.ts';
-import type { EventSink } from '../../ops/events.ts';
 
 export interface ApiDeps {
   store: Store;
@@ -30,7 +29,6 @@ export interface ApiDeps {
   requireSid: RequireSid;
   now: () => number;
   log: Logger;
-  events: EventSink;
 }
 
 export function apiRouter(deps: ApiDeps): Router {
@@ -67,7 +65,10 @@ export function apiRouter(deps: ApiDeps): Router {
     // A sign-out that ran meanwhile may have listed the connections before this one was written:
     // then it is this call's to remove (the sign-out deletes the session first, so this sees it).
     if (!(await sessions.exists(sid))) {
-      await connections.remove(sid, record.id);
+      await connections.remove(sid, record.id, {
+        type: 'connection.removed',
+        connection: { id: record.id, api_origin: new URL(record.apiUrl).origin },
+      });
       throw invalidSession();
     }
     log.info({ connection: record.id, joined: joined !== null }, 'connection created');
@@ -93,13 +94,13 @@ export function apiRouter(deps: ApiDeps): Router {
         connectedAt: now(),
         tokens: payload.tokens,
       };
-      if (await connections.save(sid, record, current?.version ?? 0)) {
+      // Recorded with the write: created, or reconnected (authorized again; it keeps its id).
+      const event = {
+        type: current ? 'connection.reconnected' : 'connection.created',
+        connection: { id: record.id, api_origin: new URL(record.apiUrl).origin },
+      } as const;
+      if (await connections.save(sid, record, current?.version ?? 0, event)) {
         await store.del(keys.backoff(sid, record.id));
-        if (current?.record.status === 'disconnected')
-          deps.events.emit({
-            type: 'connection.reconnected',
-            connection: { id: record.id, api_origin: new URL(record.apiUrl).origin },
-          });
         return record;
       }
     }
@@ -108,8 +109,9 @@ export function apiRouter(deps: ApiDeps): Router {
 
   router.delete('/session', requireSession, async (_req, res) => {
     const sid = sidOf(res);
+    const ids = await connections.ids(sid);
     // The session first: from then on nothing new is written under it (see POST /session).
-    await sessions.destroy(sid);
+    await sessions.destroy(sid, { type: 'session.ended', reason: 'signed_out', connections: ids });
     for (const id of await connections.ids(sid)) await connections.remove(sid, id);
     await store.del(keys.connectionIds(sid));
     res.status(204).end();
@@ -134,7 +136,17 @@ export function apiRouter(deps: ApiDeps): Router {
     const sid = sidOf(res);
     const id = String(req.params.id);
     if (!(await connections.ids(sid)).includes(id)) throw notFound('Connection');
-    await connections.remove(sid, id);
+    const loaded = await connections.load(sid, id);
+    await connections.remove(
+      sid,
+      id,
+      loaded
+        ? {
+            type: 'connection.removed',
+            connection: { id, api_origin: new URL(loaded.record.apiUrl).origin },
+          }
+        : undefined,
+    );
     res.status(204).end();
   });
 
