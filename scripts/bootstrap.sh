@@ -50,6 +50,8 @@ need_system_tools() {
   done
   command -v wrk >/dev/null || missing+=(wrk)
   command -v openssl >/dev/null || missing+=(openssl)
+  # promtool checks the broker's /metrics as Prometheus would.
+  command -v promtool >/dev/null || missing+=(prometheus)
   # The image suite: a Docker engine, debootstrap for its stand-in base image, compose to check
   # the compose file.
   command -v dockerd >/dev/null || missing+=(docker.io)

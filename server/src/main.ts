@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -34,7 +35,7 @@ async function main(): Promise<void> {
     );
   }
 
-  const metrics = createMetrics();
+  const metrics = createMetrics({ version: packageVersion() });
   const redis = config.redis
     ? createRedis(config.redis, { cacheEntries: config.redisCacheEntries })
     : undefined;
@@ -130,6 +131,7 @@ async function main(): Promise<void> {
         metricsServer?.closeAllConnections();
         if (metricsServer) await new Promise((resolve) => metricsServer.close(resolve));
       },
+      () => broker.release().catch(() => undefined),
       () => store.close(),
     ],
     log,
@@ -144,3 +146,15 @@ async function main(): Promise<void> {
 }
 
 await main();
+
+/** This package's version (package.json sits beside src/ and dist/, in the deployable folder too). */
+function packageVersion(): string {
+  try {
+    const manifest = JSON.parse(
+      readFileSync(new URL('../package.json', import.meta.url), 'utf8'),
+    ) as { version?: string };
+    return manifest.version ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}

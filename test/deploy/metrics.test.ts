@@ -1,4 +1,7 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { createClient } from 'redis';
 import { describe, expect, it } from 'vitest';
 import { callApi, Client, connectVia } from '../support/client.ts';
 import { freePort } from '../support/ports.ts';
@@ -95,5 +98,53 @@ describe('METRICS_PORT', () => {
     const text = await scrape(`http://127.0.0.1:${port}`);
     expect(text).toContain('# TYPE baton_http_requests_total counter');
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(404);
+  });
+});
+
+describe('as Prometheus expects', () => {
+  it('passes promtool check metrics, with the process metrics and baton_build_info', async () => {
+    await using broker = await BrokerProcess.start(env({ METRICS_TOKEN }));
+    const text = await scrape(broker.url, METRICS_TOKEN);
+    // promtool reads the exposition from stdin and names every convention broken.
+    const check = promisify(execFile)('promtool', ['check', 'metrics']);
+    check.child.stdin?.end(text);
+    const { stdout, stderr } = await check;
+    expect(`${stdout}${stderr}`.trim()).toBe('');
+    expect(text).toMatch(
+      /^baton_build_info\{version="0\.1\.0",nodejs_version="v\d+\.\d+\.\d+"\} 1$/m,
+    );
+    for (const series of [
+      'process_cpu_seconds_total',
+      'process_resident_memory_bytes',
+      'nodejs_eventloop_lag_p99_seconds',
+      'nodejs_heap_size_used_bytes',
+      '# TYPE nodejs_gc_duration_seconds histogram',
+    ])
+      expect(text).toContain(series);
+  });
+
+  it('store-wide gauges come from one instance at a time, so a sum over instances is right', async () => {
+    // A broker killed by an earlier test (SIGKILL) keeps the reporter's lease for its minute.
+    const redis = createClient({ url: world.redis.url });
+    await redis.connect();
+    await redis.del('baton:{stats}:metrics-reporter');
+    await redis.close();
+    const shared = env({ METRICS_TOKEN });
+    const first = await BrokerProcess.start(shared);
+    await using second = await BrokerProcess.start(shared);
+    const [a, b] = [
+      await scrape(first.url, METRICS_TOKEN),
+      await scrape(second.url, METRICS_TOKEN),
+    ];
+    const reporting = [a, b].filter((text) =>
+      text.includes('baton_connections{status="connected"}'),
+    );
+    expect(reporting).toHaveLength(1);
+    // The reporter keeps reporting while it is scraped; the other stays quiet.
+    expect(await scrape(first.url, METRICS_TOKEN)).toContain('baton_connections{status=');
+    expect(await scrape(second.url, METRICS_TOKEN)).not.toContain('baton_connections{status=');
+    // Stopped (SIGTERM), the reporter lets go: the other takes over at its next scrape.
+    expect(await first.stop()).toBe(0);
+    expect(await scrape(second.url, METRICS_TOKEN)).toContain('baton_connections{status=');
   });
 });

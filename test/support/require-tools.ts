@@ -9,6 +9,7 @@ const TOOLS: Record<string, string> = {
   'redis-cli': 'apt-get install redis-tools',
   'redis-sentinel': 'apt-get install redis-sentinel',
   openssl: 'apt-get install openssl',
+  promtool: 'apt-get install prometheus',
 };
 
 export default function requireTools(): void {

@@ -5,7 +5,7 @@ import type { RequestListener, ServerResponse } from 'node:http';
 import { composeServices, type ServiceDeps } from '../compose.ts';
 import type { TokenService } from '../connections/refresh/service.ts';
 import { BrokerError } from '../errors.ts';
-import type { Metrics } from '../ops/metrics.ts';
+import { storeWideReporter, type Metrics } from '../ops/metrics.ts';
 import { accessLog, createTracker } from './access-log.ts';
 import { createReadiness, errorAnswer } from './answers.ts';
 import { clientAddress, type TrustProxy } from './limits.ts';
@@ -33,6 +33,8 @@ export interface BrokerApp {
    */
   app: RequestListener;
   tokens: TokenService;
+  /** At shutdown, before the store closes: let go of what this instance holds in the store. */
+  release(): Promise<void>;
   /** Readiness: false while shutting down. */
   setReady(ready: boolean): void;
 }
@@ -57,9 +59,11 @@ export function createApp(deps: AppDeps): BrokerApp {
       if (!readiness.accepting) res.setHeader('Connection', 'close');
     };
 
+  const reporter = storeWideReporter(store);
   metrics?.observe({
     tokens: () => tokens.counters,
     connections: () => connections.countByStatus(),
+    reportsStoreWide: reporter.reports,
   });
   const track = createTracker(log, metrics?.answered);
 
@@ -157,5 +161,6 @@ export function createApp(deps: AppDeps): BrokerApp {
     },
     tokens,
     setReady: readiness.setReady,
+    release: () => reporter.release(),
   };
 }

@@ -1,5 +1,8 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { TokenCounters } from '../connections/refresh/service.ts';
+import { randomToken } from '../crypto.ts';
+import { keys } from '../store/keys.ts';
+import type { Store } from '../store/types.ts';
 import type { DeliveryCounters } from './event-delivery.ts';
 
 /** The webhook delivery, as the metrics read it (ops/event-delivery.ts). */
@@ -12,6 +15,11 @@ export interface EventsSource {
 export interface MetricsSources {
   tokens: () => TokenCounters;
   connections: () => Promise<Record<'connected' | 'disconnected', number>>;
+  /**
+   * Whether this instance reports the store-wide gauges this scrape (one instance at a time
+   * does, so that summing over instances counts each connection once). Default: yes.
+   */
+  reportsStoreWide?: () => Promise<boolean>;
 }
 
 export interface Metrics {
@@ -40,9 +48,28 @@ const REFRESH_OUTCOMES = {
 /** What the access log tells the metrics of each answer. */
 export type Answered = (method: string, route: string, status: number, seconds: number) => void;
 
-export function createMetrics(): Metrics {
+export function createMetrics(options: { version?: string } = {}): Metrics {
   const registry = new Registry();
   let sources: MetricsSources | undefined;
+  // The process's own: CPU, memory, heap, event-loop delay, GC, handles (prom-client's names).
+  collectDefaultMetrics({ register: registry });
+  // Gauges named like counters, which Prometheus's conventions (promtool) refuse; the same counts
+  // by type stay (nodejs_active_handles{type}...).
+  for (const name of [
+    'nodejs_active_handles_total',
+    'nodejs_active_requests_total',
+    'nodejs_active_resources_total',
+  ])
+    registry.removeSingleMetric(name);
+  new Gauge({
+    name: 'baton_build_info',
+    help: 'Always 1: the running broker’s version and Node.js version, as labels.',
+    labelNames: ['version', 'nodejs_version'],
+    registers: [registry],
+  }).set({ version: options.version ?? 'unknown', nodejs_version: process.version }, 1);
+  /** Store-wide gauges come from one instance at a time (MetricsSources.reportsStoreWide). */
+  const reportsStoreWide = async (): Promise<boolean> =>
+    sources !== undefined && (await (sources.reportsStoreWide?.() ?? Promise.resolve(true)));
 
   const labelNames = ['method', 'route', 'status'] as const;
   const requests = new Counter({
@@ -101,12 +128,14 @@ export function createMetrics(): Metrics {
   });
   new Gauge({
     name: 'baton_connections',
-    help: 'Stored connections by status (across every instance).',
+    help: 'Stored connections by status, across every instance (reported by one instance at a time).',
     labelNames: ['status'],
     registers: [registry],
     async collect() {
+      this.reset();
       if (!sources) return;
       try {
+        if (!(await reportsStoreWide())) return;
         const counts = await sources.connections();
         for (const [status, count] of Object.entries(counts)) this.set({ status }, count);
       } catch {
@@ -146,12 +175,14 @@ export function createMetrics(): Metrics {
   );
   new Gauge({
     name: 'baton_events_backlog',
-    help: 'What waits in Redis (across every instance): sessions with events due, and dead letters.',
+    help: 'What waits in Redis, across every instance (reported by one instance at a time): sessions with events due, and dead letters.',
     labelNames: ['kind'],
     registers: [registry],
     async collect() {
+      this.reset();
       if (!events) return;
       try {
+        if (!(await reportsStoreWide())) return;
         const { sessions, deadLetters } = await events.backlog();
         this.set({ kind: 'sessions_due' }, sessions);
         this.set({ kind: 'dead_letters' }, deadLetters);
@@ -182,6 +213,28 @@ export function createMetrics(): Metrics {
     },
     observe(next) {
       sources = next;
+    },
+  };
+}
+
+/**
+ * Whether this instance is the one reporting store-wide gauges: the holder of a lease in the
+ * store, taken by whoever is scraped while it is free and kept by its holder's scrapes (a minute
+ * unscraped and another takes over). Every instance would otherwise report the same totals.
+ */
+export function storeWideReporter(store: Store) {
+  const me = randomToken(12);
+  const LEASE_MS = 60_000;
+  return {
+    async reports(): Promise<boolean> {
+      if (await store.setIfAbsent(keys.metricsReporter, me, LEASE_MS)) return true;
+      if ((await store.get(keys.metricsReporter)) !== me) return false;
+      await store.expire(keys.metricsReporter, LEASE_MS);
+      return true;
+    },
+    /** At shutdown: the next instance scraped takes over at once. */
+    async release(): Promise<void> {
+      await store.deleteIfEquals(keys.metricsReporter, me);
     },
   };
 }

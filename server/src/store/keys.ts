@@ -20,6 +20,8 @@ export const keys = {
   stateClaim: (hash: string) => `baton:{state:${hash}}`,
   /** Every connection in a status, scored by its record's expiry: the connections gauge. */
   connectionIndex: (status: 'connected' | 'disconnected') => `baton:{stats}:connections:${status}`,
+  /** The instance that reports store-wide gauges (http/app.ts). */
+  metricsReporter: 'baton:{stats}:metrics-reporter',
   rateLimitPrefix: 'baton:ratelimit:',
   authSessionPrefix: 'baton:authsession:',
 } as const;
