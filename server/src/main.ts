@@ -8,6 +8,7 @@ import { ConfigError, loadConfig, type Config } from './config.ts';
 import { checkDurability, configGetWith } from './ops/durability.ts';
 import { createDelivery } from './ops/event-delivery.ts';
 import { createOutbox } from './ops/events.ts';
+import { startTracing, tracedStore, tracingOn } from './tracing.ts';
 import { configureServer } from './http/listener.ts';
 import { createLogger } from './ops/logger.ts';
 import { metricsApp } from './http/metrics-route.ts';
@@ -35,6 +36,9 @@ async function main(): Promise<void> {
     );
   }
 
+  // OTEL_* may ask for traces; off by default, and then the SDK is never loaded.
+  const stopTracing = await startTracing(process.env);
+  if (stopTracing) log.info('tracing on (OpenTelemetry, configured by OTEL_*)');
   const metrics = createMetrics({ version: packageVersion() });
   const redis = config.redis
     ? createRedis(config.redis, { cacheEntries: config.redisCacheEntries })
@@ -69,7 +73,7 @@ async function main(): Promise<void> {
         'a write was not acknowledged by enough Redis replicas in time: a failover now could lose it',
       ),
   });
-  const { store } = stores;
+  const store = tracingOn() ? tracedStore(stores.store) : stores.store;
   const dispatcher = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
 
   // Events go to an outbox in Redis with the change they report; every instance delivers them.
@@ -84,6 +88,7 @@ async function main(): Promise<void> {
   const broker = createApp({
     config,
     ...stores,
+    store,
     dispatcher,
     log,
     metrics,
@@ -133,6 +138,10 @@ async function main(): Promise<void> {
       },
       () => broker.release().catch(() => undefined),
       () => store.close(),
+      // The spans of the last requests, flushed to the collector.
+      async () => {
+        await stopTracing?.().catch(() => undefined);
+      },
     ],
     log,
     delayMs: config.shutdownDelayMs,

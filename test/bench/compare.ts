@@ -1,6 +1,6 @@
 /**
  * `node test/bench/compare.ts --revs 5c76e9a,HEAD~2,work,work+--max-semi-space-size=32`: what each
- * change to the broker (or Node option) bought,
+ * change to the broker (or Node option, or environment: `work+OTEL_TRACES_EXPORTER=otlp`) bought,
  * measured in one run. Every revision's broker (`work`: the working tree) runs as its own process
  * beside the same upstream, bare proxy, Redis and 1,000 sessions, and they take turns in rotated
  * rounds (S1's method): throughput and CPU per request at 50 connections, and p50 with one
@@ -64,15 +64,26 @@ function brokerMain(rev: string): string {
   return join(dir, 'server/src/main.ts');
 }
 
-/** `rev` or `rev+--node-flag+…`: the same revision may run with other Node options. */
+/**
+ * `rev` or `rev+--node-flag+NAME=value+…`: the same revision may run with other Node options or
+ * other environment variables.
+ */
 const specs = values.revs.split(',').map((spec) => spec.trim().split('+'));
+const isEnv = (part: string) => /^[A-Z_][A-Z0-9_]*=/.test(part);
 const revs = specs.map(([rev]) => rev!);
 const labels = specs.map(([rev, ...flags]) =>
   [rev === 'work' ? 'work' : `${rev} (${git('rev-parse', '--short', rev!)})`, ...flags].join(' '),
 );
 const stack = await BenchStack.start(revs.length, {
   mains: revs.map(brokerMain),
-  nodeArgs: specs.map(([, ...flags]) => flags),
+  nodeArgs: specs.map(([, ...flags]) => flags.filter((flag) => !isEnv(flag))),
+  envs: specs.map(([, ...flags]) =>
+    Object.fromEntries(
+      flags
+        .filter(isEnv)
+        .map((part) => [part.slice(0, part.indexOf('=')), part.slice(part.indexOf('=') + 1)]),
+    ),
+  ),
   eventLoopHook: false,
 });
 try {

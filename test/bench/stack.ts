@@ -58,6 +58,8 @@ export class BenchStack {
       mains?: string[];
       /** Node options of each instance (before its entry point). */
       nodeArgs?: string[][];
+      /** Environment of each instance, over the bench's own (OTEL_*...). */
+      envs?: Record<string, string>[];
       eventLoopHook?: boolean;
     } = {},
   ): Promise<BenchStack> {
@@ -107,6 +109,7 @@ export class BenchStack {
             PORT: String(port),
             HOST: '127.0.0.1',
             ...(index === 0 ? { BENCH_ELD_FILE: stack.eldFile } : {}),
+            ...options.envs?.[index],
           },
           port,
           logFile: join(stack.logDir, `broker${index}.log`),

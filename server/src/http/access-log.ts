@@ -1,4 +1,5 @@
 import type { Answered } from '../ops/metrics.ts';
+import { namedRoute } from '../tracing.ts';
 import type { Request, RequestHandler } from 'express';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -42,7 +43,9 @@ export function createTracker(log: Logger, answered?: Answered): Track {
         lines.warn(line, 'request aborted');
         return;
       }
-      answered?.(method, route(), res.statusCode, ms / 1000);
+      const template = route();
+      namedRoute(res, method, template);
+      answered?.(method, template, res.statusCode, ms / 1000);
       if (res.statusCode >= 500) lines.error(line, 'request completed');
       else if (res.statusCode >= 400) lines.warn(line, 'request completed');
       else lines.info(line, 'request completed');

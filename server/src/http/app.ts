@@ -6,6 +6,7 @@ import { composeServices, type ServiceDeps } from '../compose.ts';
 import type { TokenService } from '../connections/refresh/service.ts';
 import { BrokerError } from '../errors.ts';
 import { storeWideReporter, type Metrics } from '../ops/metrics.ts';
+import { tracedListener, tracingOn } from '../tracing.ts';
 import { accessLog, createTracker } from './access-log.ts';
 import { createReadiness, errorAnswer } from './answers.ts';
 import { clientAddress, type TrustProxy } from './limits.ts';
@@ -153,12 +154,13 @@ export function createApp(deps: AppDeps): BrokerApp {
     prepare: prepare(apiHeaders(https)),
     fail,
   });
+  const listener: RequestListener = (req, res) => {
+    const call = proxy.match(req.url ?? '');
+    if (call === null) app(req, res);
+    else void proxy.handle(req, res, call);
+  };
   return {
-    app: (req, res) => {
-      const call = proxy.match(req.url ?? '');
-      if (call === null) app(req, res);
-      else void proxy.handle(req, res, call);
-    },
+    app: tracingOn() ? tracedListener(listener) : listener,
     tokens,
     setReady: readiness.setReady,
     release: () => reporter.release(),

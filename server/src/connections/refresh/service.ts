@@ -1,3 +1,4 @@
+import { inSpan } from '../../tracing.ts';
 import type { Logger } from 'pino';
 import type { ConnectionRecord, ConnectionRepository, LoadedConnection } from '../records.ts';
 import { BrokerError, notFound } from '../../errors.ts';
@@ -133,7 +134,8 @@ export function createTokenService(deps: TokenServiceDeps) {
       }
       // Another instance is refreshing: wait for it to finish, then use what it stored.
       counters.lockWaits++;
-      if (!(await lock.released(key, deadline))) throw unavailable(now() + 1000);
+      if (!(await inSpan('baton.refresh.lock_wait', () => lock.released(key, deadline))))
+        throw unavailable(now() + 1000);
       const current = await loadOrNotFound(sid, id);
       if (!needed(current, reason)) return current;
       const backoff = await activeBackoff(sid, id);
@@ -324,9 +326,10 @@ export function createTokenService(deps: TokenServiceDeps) {
       const flightKey = `${sid}:${loaded.record.id}`;
       let flight = inflight.get(flightKey);
       if (!flight) {
-        flight = acrossInstances(sid, loaded.record.id, reason).finally(() =>
-          inflight.delete(flightKey),
-        );
+        // The kind only: a `rejected` reason carries the access token.
+        flight = inSpan('baton.refresh', () => acrossInstances(sid, loaded.record.id, reason), {
+          'baton.refresh.reason': reason.kind,
+        }).finally(() => inflight.delete(flightKey));
         inflight.set(flightKey, flight);
       }
       const result = await flight;
