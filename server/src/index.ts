@@ -5,7 +5,13 @@ export { keys } from './store/keys.ts';
 export { createMemoryStore } from './store/memory.ts';
 export { createRedisStore, LIVENESS_MS } from './store/redis/store.ts';
 export { createRedisClient, trackedAnswers } from './store/redis/clients.ts';
-export { createRedis, standalone, type Redis, type RedisTopology } from './store/redis/clients.ts';
+export {
+  createRedis,
+  scanKeys,
+  standalone,
+  type Redis,
+  type RedisTopology,
+} from './store/redis/clients.ts';
 export { StoreUnavailableError, type Store } from './store/types.ts';
 export { shouldRefresh } from './connections/refresh/policy.ts';
 export { storeDeps } from './http/stores.ts';

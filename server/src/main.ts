@@ -15,7 +15,7 @@ import { metricsApp } from './http/metrics-route.ts';
 import { createMetrics } from './ops/metrics.ts';
 import { createShutdown } from './ops/shutdown.ts';
 import { bounded } from './store/redis/store.ts';
-import { createRedis } from './store/redis/clients.ts';
+import { createRedis, scanKeys, type Redis } from './store/redis/clients.ts';
 import { storeDeps } from './http/stores.ts';
 
 /** Reads the environment, connects the store, listens, and shuts down gracefully on SIGTERM. */
@@ -78,7 +78,14 @@ async function main(): Promise<void> {
 
   // Events go to an outbox in Redis with the change they report; every instance delivers them.
   const delivery = config.eventsWebhook
-    ? createDelivery({ ...config.eventsWebhook, store, fetch, now: Date.now, log })
+    ? createDelivery({
+        ...config.eventsWebhook,
+        store,
+        fetch,
+        now: Date.now,
+        log,
+        ...(redis && { outboxes: () => outboxSessions(redis) }),
+      })
     : undefined;
   const events = delivery
     ? createOutbox({ store, now: Date.now, wake: () => delivery.wake() })
@@ -165,5 +172,13 @@ function packageVersion(): string {
     return manifest.version ?? 'unknown';
   } catch {
     return 'unknown';
+  }
+}
+
+/** The session of every outbox in Redis (for the delivery's sweep). */
+async function* outboxSessions(redis: Redis): AsyncGenerator<string> {
+  for await (const key of scanKeys(redis, 'baton:{*}:outbox')) {
+    const sid = /^baton:\{([^}]+)\}:outbox$/.exec(key)?.[1];
+    if (sid !== undefined) yield sid;
   }
 }

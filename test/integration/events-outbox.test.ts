@@ -6,6 +6,7 @@ import {
   createRedisStore,
   keys,
   parseWebhookSecret,
+  scanKeys,
   standalone,
   type BrokerEvent,
 } from '@baton/server';
@@ -142,4 +143,41 @@ describe('the event outbox on Redis', () => {
     for (const sid of sids) expect(await store.listLength(keys.outbox(sid))).toBe(0);
     expect(deliveries.reduce((sum, d) => sum + d.counters.delivered, 0)).toBe(24);
   }, 120_000);
+
+  it('an outbox whose session was never scheduled (its instance stopped in between) is swept up', async () => {
+    const now = Date.now();
+    const store = createRedisStore(standalone(client));
+    const sid = `outbox-sweep-${Math.random().toString(36).slice(2)}`;
+    const received: string[] = [];
+    const delivery = createDelivery({
+      store,
+      url: 'https://receiver.example/hooks',
+      secrets: [parseWebhookSecret(SECRET)!],
+      fetch: async (_url, init) => {
+        received.push(String(init?.body));
+        return new Response(null, { status: 204 });
+      },
+      now: () => now,
+      log: createLogger('silent'),
+      outboxes: async function* () {
+        for await (const key of scanKeys(standalone(client), 'baton:{*}:outbox'))
+          yield /^baton:\{([^}]+)\}:outbox$/.exec(key)![1]!;
+      },
+    });
+    const outbox = createOutbox({ store, now: () => now });
+    // The event is written with its change, and the instance stops before `recorded`.
+    const event: BrokerEvent = {
+      type: 'connection.removed',
+      connection: { id: 'c9', api_origin: 'https://api.example' },
+    };
+    await store.delRecording([keys.connection(sid, 'c9')], outbox.record(sid, event)!);
+
+    await delivery.runOnce();
+    expect(received).toHaveLength(0);
+    expect(await delivery.sweep()).toBeGreaterThanOrEqual(1);
+    await delivery.runOnce();
+    expect(received).toHaveLength(1);
+    expect(JSON.parse(received[0]!)).toMatchObject({ type: 'connection.removed' });
+    expect(await store.listLength(keys.outbox(sid))).toBe(0);
+  });
 });

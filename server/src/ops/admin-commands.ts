@@ -4,7 +4,7 @@ import { keys } from '../store/keys.ts';
 import { createSessions } from '../connections/sessions.ts';
 import { createRedisStore } from '../store/redis/store.ts';
 import { createOutbox, noEvents } from './events.ts';
-import type { Redis } from '../store/redis/clients.ts';
+import { scanKeys, type Redis } from '../store/redis/clients.ts';
 
 /** `baton:{sid}:connection:id`, the only keys holding sealed tokens. */
 const CONNECTION_KEY = /^baton:\{([^}]+)\}:connection:(.+)$/;
@@ -27,19 +27,7 @@ export function createAdmin(
   const connections = createConnectionRepository(store, sealer, { sessions });
 
   /** SCAN walks one node's keyspace: a Cluster's keys are spread over its masters. */
-  async function* scan(match: string): AsyncGenerator<string> {
-    for (const send of await redis.masters()) {
-      let cursor = '0';
-      do {
-        const [next, batch] = (await send(['SCAN', cursor, 'MATCH', match, 'COUNT', '1000'])) as [
-          string,
-          string[],
-        ];
-        cursor = String(next);
-        yield* batch;
-      } while (cursor !== '0');
-    }
-  }
+  const scan = (match: string) => scanKeys(redis, match);
   async function* connectionKeys(): AsyncGenerator<{ sid: string; id: string }> {
     for await (const key of scan('baton:{*}:connection:*')) {
       const match = CONNECTION_KEY.exec(key);

@@ -43,6 +43,13 @@ export interface DeliveryOptions {
   perLease?: number;
   /** Sessions taken per pass (default 20). */
   batch?: number;
+  /**
+   * Every session that has an outbox (a SCAN of Redis). An instance that stopped between writing
+   * an event and scheduling its session left an outbox nobody is due to deliver: the sweep, at
+   * start and every `sweepMs` (default 10 min), schedules every outbox not already scheduled.
+   */
+  outboxes?: () => AsyncIterable<string>;
+  sweepMs?: number;
 }
 
 export const BACKOFF_FIRST_MS = 5000;
@@ -226,12 +233,31 @@ export function createDelivery(options: DeliveryOptions) {
     return running;
   }
 
+  /** Schedules every outbox that is not (see DeliveryOptions.outboxes); answers how many it saw. */
+  async function sweep(): Promise<number> {
+    if (!options.outboxes) return 0;
+    let seen = 0;
+    for await (const sid of options.outboxes()) {
+      seen++;
+      await store.schedulePut(keys.eventsDue, sid, now(), { onlyIfAbsent: true });
+    }
+    return seen;
+  }
+  const sweepLogged = () =>
+    void sweep().catch((error: unknown) => log.warn({ err: error }, 'outbox sweep failed'));
+
   let timer: NodeJS.Timeout | undefined;
+  let sweeper: NodeJS.Timeout | undefined;
   return {
     counters,
     runOnce,
+    sweep,
     /** Polls every `pollMs` (the schedule is shared: any instance picks up any session). */
     start(pollMs = 1000): void {
+      if (options.outboxes && !sweeper) {
+        sweepLogged();
+        sweeper = setInterval(sweepLogged, options.sweepMs ?? 10 * 60_000).unref();
+      }
       timer ??= setInterval(
         () =>
           void runOnce().catch((error: unknown) =>
@@ -247,7 +273,8 @@ export function createDelivery(options: DeliveryOptions) {
     /** Stops polling and waits for the pass under way (its leases are released). */
     async stop(): Promise<void> {
       clearInterval(timer);
-      timer = undefined;
+      clearInterval(sweeper);
+      timer = sweeper = undefined;
       await running?.catch(() => undefined);
     },
     /** What waits in the store, for the metrics: sessions with events due, dead letters. */

@@ -241,3 +241,18 @@ export function standalone(client: ReturnType<typeof createRedisClient>): Redis 
     pingMasters: async (bound) => [await ping('', () => bound(client.ping()))],
   };
 }
+
+/** Every key matching `match`, on every master (SCAN walks one node's keyspace). */
+export async function* scanKeys(redis: Redis, match: string): AsyncGenerator<string> {
+  for (const send of await redis.masters()) {
+    let cursor = '0';
+    do {
+      const [next, batch] = (await send(['SCAN', cursor, 'MATCH', match, 'COUNT', '1000'])) as [
+        string,
+        string[],
+      ];
+      cursor = String(next);
+      yield* batch;
+    } while (cursor !== '0');
+  }
+}
