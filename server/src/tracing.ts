@@ -29,15 +29,15 @@ export const tracingOn = (): boolean => tracing;
 
 type Env = Record<string, string | undefined>;
 
-/** Whether OTEL_* asks for traces: an exporter or an OTLP endpoint, and the SDK not disabled. */
+/**
+ * Whether OTEL_* asks for traces: an exporter or an OTLP endpoint, and the SDK not disabled. An
+ * empty variable is an unset one (compose passes every variable through, empty when not set).
+ */
 export function tracingRequested(env: Env): boolean {
+  const set = (name: string) => (env[name] ?? '') !== '';
   if (env['OTEL_SDK_DISABLED'] === 'true') return false;
-  const exporter = env['OTEL_TRACES_EXPORTER'];
-  if (exporter !== undefined) return exporter !== 'none' && exporter !== '';
-  return (
-    env['OTEL_EXPORTER_OTLP_ENDPOINT'] !== undefined ||
-    env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] !== undefined
-  );
+  if (set('OTEL_TRACES_EXPORTER')) return env['OTEL_TRACES_EXPORTER'] !== 'none';
+  return set('OTEL_EXPORTER_OTLP_ENDPOINT') || set('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
 }
 
 /**

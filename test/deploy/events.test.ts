@@ -1,12 +1,11 @@
 import { routes } from '@baton/shared';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callApi, Client, connectVia } from '../support/client.ts';
 import { BrokerProcess } from '../support/process.ts';
+import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { useBrokerWorld } from '../support/broker-world.ts';
 import { until } from '../support/wait.ts';
 
@@ -29,63 +28,49 @@ interface Processed {
   };
 }
 
-class Receiver {
-  /** Every request, verified or not, as it came. */
+/** What a receiver keeps: every request as it came, and each id once, in the order verified. */
+class Received {
   readonly requests: { headers: Record<string, string>; body: string }[] = [];
-  /** Each id once, in the order first verified. */
   readonly processed: Processed[] = [];
   /** Answers to come, one per request (then 204); 'hold': never answer it. */
   script: (number | 'hold')[] = [];
   readonly held: ServerResponse[] = [];
   readonly #webhook = new Webhook(SECRET);
-  readonly #server: Server;
-  constructor() {
-    this.#server = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      req.on('end', () => {
-        const headers = req.headers as Record<string, string>;
-        this.requests.push({ headers, body });
-        const next = this.script.shift() ?? 204;
-        if (next === 'hold') {
-          this.held.push(res);
-          return;
-        }
-        if (next < 300) {
-          const payload = this.#webhook.verify(body, headers) as Omit<Processed, 'id'>;
-          const id = headers['webhook-id']!;
-          if (!this.processed.some((each) => each.id === id))
-            this.processed.push({ id, type: payload.type, data: payload.data });
-        }
-        res.writeHead(next).end();
-      });
-    });
+
+  handle(req: IncomingMessage, body: string, res: ServerResponse): void {
+    const headers = req.headers as Record<string, string>;
+    this.requests.push({ headers, body });
+    const next = this.script.shift() ?? 204;
+    if (next === 'hold') {
+      this.held.push(res);
+      return;
+    }
+    if (next < 300) {
+      const payload = this.#webhook.verify(body, headers) as Omit<Processed, 'id'>;
+      const id = headers['webhook-id']!;
+      if (!this.processed.some((each) => each.id === id))
+        this.processed.push({ id, type: payload.type, data: payload.data });
+    }
+    res.writeHead(next).end();
   }
-  async start(): Promise<string> {
-    this.#server.listen(0, '127.0.0.1');
-    await once(this.#server, 'listening');
-    return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}/hooks/baton`;
-  }
+
   types(): string[] {
     return this.processed.map((each) => each.type);
-  }
-  async close(): Promise<void> {
-    this.#server.closeAllConnections();
-    await new Promise((resolve) => this.#server.close(resolve));
   }
 }
 
 const world = useBrokerWorld(PUBLIC_URL);
-let receiver: Receiver;
+const receiver = new Received();
+let server: Receiver;
 let receiverUrl: string;
 
 beforeAll(async () => {
-  receiver = new Receiver();
-  receiverUrl = await receiver.start();
+  server = await startReceiver((req, body, res) => receiver.handle(req, body, res));
+  receiverUrl = `${server.origin}/hooks/baton`;
 });
 
 afterAll(async () => {
-  await receiver?.close();
+  await server?.close();
 });
 
 describe('EVENTS_WEBHOOK_URL', () => {

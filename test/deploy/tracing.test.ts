@@ -1,10 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callApi, Client, connectVia } from '../support/client.ts';
 import { BrokerProcess } from '../support/process.ts';
+import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { useBrokerWorld } from '../support/broker-world.ts';
 import { until } from '../support/wait.ts';
 
@@ -24,50 +22,28 @@ interface Span {
   attributes?: { key: string; value: Record<string, unknown> }[];
 }
 
-/** An OTLP/HTTP receiver: keeps every span it is sent, and the raw bodies. */
-class Collector {
-  readonly spans: Span[] = [];
-  readonly bodies: string[] = [];
-  readonly #server: Server;
-  constructor() {
-    this.#server = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      req.on('end', () => {
-        if (req.url === '/v1/traces') {
-          this.bodies.push(body);
-          const parsed = JSON.parse(body) as {
-            resourceSpans: { scopeSpans: { spans: Span[] }[] }[];
-          };
-          for (const resource of parsed.resourceSpans)
-            for (const scope of resource.scopeSpans) this.spans.push(...scope.spans);
-        }
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-      });
-    });
-  }
-  async start(): Promise<string> {
-    this.#server.listen(0, '127.0.0.1');
-    await once(this.#server, 'listening');
-    return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
-  }
-  async close(): Promise<void> {
-    this.#server.closeAllConnections();
-    await new Promise((resolve) => this.#server.close(resolve));
-  }
-}
+/** What an OTLP/HTTP collector was sent: every span, and the raw bodies. */
+const collector = { spans: [] as Span[], bodies: [] as string[] };
 
 const world = useBrokerWorld(PUBLIC_URL);
-let collector: Collector;
+let server: Receiver;
 let endpoint: string;
 
 beforeAll(async () => {
-  collector = new Collector();
-  endpoint = await collector.start();
+  server = await startReceiver((req, body, res) => {
+    if (req.url === '/v1/traces') {
+      collector.bodies.push(body);
+      const parsed = JSON.parse(body) as { resourceSpans: { scopeSpans: { spans: Span[] }[] }[] };
+      for (const resource of parsed.resourceSpans)
+        for (const scope of resource.scopeSpans) collector.spans.push(...scope.spans);
+    }
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+  endpoint = server.origin;
 });
 
 afterAll(async () => {
-  await collector?.close();
+  await server?.close();
 });
 
 const attribute = (span: Span, key: string): unknown => {
