@@ -1,0 +1,96 @@
+/**
+ * `node test/bench/alloc.ts [--seconds 8] [--main <file>]`: what one proxied call allocates, under
+ * S1's load (wrk, 50 connections, 1,000 sessions): V8's sampling heap profiler counts every
+ * allocation (also those the next scavenge frees) for `seconds`, then the bytes per request are
+ * summed by function and by package. The profile is kept under bench-results/ (Chrome DevTools
+ * opens .heapprofile files).
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { wrk } from './loadgen.ts';
+import { writeLines } from './scenarios.ts';
+import { BenchStack } from './stack.ts';
+
+const { values } = parseArgs({
+  options: { seconds: { type: 'string', default: '8' }, main: { type: 'string' } },
+});
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const dir = join(root, 'bench-results', `alloc-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+mkdirSync(dir, { recursive: true });
+const file = join(dir, 'broker.heapprofile');
+const HOOK = fileURLToPath(new URL('./alloc-hook.ts', import.meta.url));
+
+const stack = await BenchStack.start(1, {
+  nodeArgs: [['--import', HOOK]],
+  envs: [{ BENCH_ALLOC_FILE: file }],
+  eventLoopHook: false,
+  ...(values.main === undefined ? {} : { mains: [values.main] }),
+});
+let requests = 0;
+try {
+  const sessions = await stack.createSessions(1000);
+  const lines = writeLines(
+    stack.logDir,
+    'broker.txt',
+    sessions.map((s) => ({ path: `/connections/${s.connectionId}/api/users.me`, token: s.token })),
+  );
+  const broker = stack.brokers[0]!;
+  const load = (seconds: number) =>
+    wrk({ origin: broker.url, linesFile: lines, connections: 50, threads: 2, seconds });
+  await load(3);
+  broker.signal('SIGUSR2');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const result = await load(Number(values.seconds));
+  requests = result.requests;
+  broker.signal('SIGUSR2');
+  for (let i = 0; i < 100 && !existsSync(file); i++)
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  console.log(
+    `${result.requests} requests at ${result.rps.toFixed(0)} req/s, ${result.errors} errors`,
+  );
+} finally {
+  await stack.close();
+}
+
+interface Node {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: Node[];
+}
+const { head } = JSON.parse(readFileSync(file, 'utf8')) as { head: Node };
+const fn = new Map<string, number>();
+const pkg = new Map<string, number>();
+let total = 0;
+const walk = (node: Node): void => {
+  const frame = node.callFrame;
+  const where = frame.url.replace(/^file:\/\//, '').replace(root, '');
+  const key = `${frame.functionName || '(anonymous)'} ${where.split('/').slice(-2).join('/')}:${frame.lineNumber + 1}`;
+  const p =
+    /node_modules\/\.pnpm\/([^/]+)\//.exec(where)?.[1]?.replace(/@[\d.]+.*$/, '') ??
+    (where.startsWith('server/')
+      ? 'broker (server/src)'
+      : where.startsWith('node:')
+        ? 'node core'
+        : where === ''
+          ? `(${frame.functionName || 'native'})`
+          : where.split('/')[0]!);
+  fn.set(key, (fn.get(key) ?? 0) + node.selfSize);
+  pkg.set(p, (pkg.get(p) ?? 0) + node.selfSize);
+  total += node.selfSize;
+  node.children.forEach(walk);
+};
+walk(head);
+const perCall = (bytes: number) => `${(bytes / requests).toFixed(0).padStart(6)} B`;
+const top = (map: Map<string, number>, n: number) =>
+  [...map]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(
+      ([k, bytes]) => `${perCall(bytes)}  ${((bytes / total) * 100).toFixed(1).padStart(5)}%  ${k}`,
+    )
+    .join('\n');
+const report = `allocated per request: ${perCall(total)}\n\nby package:\n${top(pkg, 15)}\n\nby function:\n${top(fn, 40)}\n`;
+writeFileSync(join(dir, 'summary.txt'), report);
+console.log(report);
