@@ -4,8 +4,11 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { callApi, Client, connectVia } from '../support/client.ts';
+import { freePort } from '../support/ports.ts';
 import { BrokerProcess } from '../support/process.ts';
 import { useBrokerWorld } from '../support/broker-world.ts';
+import { until } from '../support/wait.ts';
+import { createClient } from 'redis';
 
 /** The operator CLI (server/src/admin.ts) against the Redis of a running broker. */
 const ADMIN = fileURLToPath(new URL('../../server/src/admin.ts', import.meta.url));
@@ -16,13 +19,16 @@ const B = `b:${randomBytes(32).toString('base64')}`;
 const world = useBrokerWorld(PUBLIC_URL);
 const env = (keys: string) => world.env({ TOKEN_ENCRYPTION_KEYS: keys });
 
+/** Variables of the brokers' environment beyond the keys (the events' webhook). */
+let extra: Record<string, string> = {};
+
 async function admin(
   keys: string,
   ...args: string[]
 ): Promise<{ code: number; out: Record<string, unknown> }> {
   try {
     const { stdout } = await promisify(execFile)(process.execPath, [ADMIN, ...args], {
-      env: { PATH: process.env.PATH ?? '', ...env(keys) },
+      env: { PATH: process.env.PATH ?? '', ...env(keys), ...extra },
     });
     return { code: 0, out: JSON.parse(stdout) as Record<string, unknown> };
   } catch (error) {
@@ -90,5 +96,40 @@ describe('admin', () => {
     expect((await admin(B, 'frobnicate')).code).toBe(2);
     await client.close();
     await again.close();
+  });
+
+  it('events: what waits for delivery; a dropped session is reported as revoked', async () => {
+    // A receiver that is down: nothing listens on its port.
+    extra = {
+      EVENTS_WEBHOOK_URL: `http://127.0.0.1:${await freePort()}/hooks`,
+      EVENTS_WEBHOOK_SECRET: `whsec_${randomBytes(32).toString('base64')}`,
+    };
+    try {
+      const broker = await BrokerProcess.start(world.env({ TOKEN_ENCRYPTION_KEYS: A, ...extra }));
+      const client = new Client({ publicUrl: PUBLIC_URL, instances: [broker.url] });
+      world.sandbox.sandbox.control.setConsent({ mode: 'approve', licenseId: 'lic-1001' });
+      const session = await connectVia(client, { start: 0, callback: 0, redeem: 0 });
+      await until(() => broker.lines.some((line) => line.includes('trying again later')), {
+        what: 'a failed delivery',
+      });
+      await broker.stop();
+
+      expect(await admin(A, 'events')).toMatchObject({
+        code: 0,
+        out: { ok: true, sessionsWithEventsDue: 1, deadLetters: 0, dead: [] },
+      });
+      expect(await admin(A, 'drop-session', '--connection', session.id)).toMatchObject({ code: 0 });
+      const redis = createClient({ url: world.redis.url });
+      await redis.connect();
+      const [outbox] = await redis.keys('baton:{*}:outbox');
+      const types = (await redis.lRange(outbox!, 0, -1)).map(
+        (entry) => (JSON.parse(entry) as { type: string }).type,
+      );
+      await redis.close();
+      expect(types).toEqual(['connection.created', 'session.ended']);
+      await client.close();
+    } finally {
+      extra = {};
+    }
   });
 });
