@@ -1,5 +1,8 @@
 import { startSandbox, type RunningSandbox, type SandboxControl } from '@baton/sandbox';
-import { afterAll, beforeAll } from 'vitest';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { Client } from '../support/client.ts';
 import { BrokerProcess } from '../support/process.ts';
 import { brokerEnv } from '../support/broker-env.ts';
@@ -55,6 +58,18 @@ export function useTopologyWorld<D extends Deployment>(start: () => Promise<D>):
     });
     const each = env;
     brokers.push(...(await Promise.all([0, 1, 2].map(() => BrokerProcess.start(each)))));
+  });
+  afterEach(async (context) => {
+    if (context.task.result?.state !== 'fail') return;
+    // The brokers' own account of a failed run, kept where CI keeps test results.
+    const dir = fileURLToPath(new URL('../../test-results/topology/', import.meta.url));
+    await mkdir(dir, { recursive: true });
+    const file = join(dir, `${context.task.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 60)}.log`);
+    await writeFile(
+      file,
+      brokers.map((broker, i) => [`--- broker ${i} ---`, ...broker.lines].join('\n')).join('\n'),
+    );
+    console.log(`[topology] broker logs of the failed test: ${file}`);
   });
   afterAll(async () => {
     for (const broker of brokers) await broker.stop('SIGKILL');
