@@ -91,6 +91,65 @@ describe('a refresh whose new pair the store cannot take', () => {
   });
 });
 
+describe('a refresh across a failover that lost the last write', () => {
+  /** What a promoted replica that missed the latest write holds: the record one version back. */
+  async function rollBack(store: Store, to: ConnectionRecord): Promise<void> {
+    await store.del(keys.connection(SID, 'c1'));
+    await createConnectionRepository(store, createSealer(parseKeyring(KEYRING))).save(SID, to, 0);
+  }
+  const rotated: TokenSet = {
+    accessToken: 'at-3',
+    refreshToken: 'rt-3',
+    expiresAt: NOW + 3_600_000,
+  };
+
+  it('writes the rotated pair over the older record: the older refresh token is used up', async () => {
+    const store = createMemoryStore(() => NOW);
+    const setup = await service(store, async () => {
+      // The store fails over while the provider answers: the write of rt-2 is gone.
+      await rollBack(store, record);
+      return rotated;
+    });
+    // rt-2 was stored by an earlier refresh: version 2.
+    await setup.connections.save(
+      SID,
+      { ...record, tokens: { accessToken: 'at-2', refreshToken: 'rt-2', expiresAt: NOW - 1 } },
+      1,
+    );
+    const loaded = (await setup.connections.load(SID, 'c1'))!;
+    expect(loaded.version).toBe(2);
+
+    const result = await setup.tokens.usable(SID, loaded);
+    expect(result.record.tokens).toEqual(rotated);
+    expect(await setup.connections.load(SID, 'c1')).toMatchObject({
+      version: 2,
+      record: { tokens: rotated },
+    });
+  });
+
+  it('does so too when the store comes back from the failover only after the answer', async () => {
+    const { store, state } = flakyStore();
+    const { tokens, connections, sleeps } = await service(store, async () => {
+      state.down = true;
+      return rotated;
+    });
+    await connections.save(
+      SID,
+      { ...record, tokens: { accessToken: 'at-2', refreshToken: 'rt-2', expiresAt: NOW - 1 } },
+      1,
+    );
+    const current = (await connections.load(SID, 'c1'))!;
+    await expect(tokens.usable(SID, current)).rejects.toBeInstanceOf(StoreUnavailableError);
+    state.down = false;
+    await rollBack(store, record);
+    sleeps.shift()!();
+    await vi.waitFor(async () => {
+      expect(await store.get(keys.refreshLock(SID, 'c1'))).toBeNull();
+    });
+    expect(await connections.load(SID, 'c1')).toMatchObject({ record: { tokens: rotated } });
+  });
+});
+
 describe('a refresh holder whose lease ran out while another instance refreshed', () => {
   it('reports its failure nowhere: the newer pair stands and no back-off of its own holds it back', async () => {
     const store = createMemoryStore(() => NOW);

@@ -186,14 +186,45 @@ export function createTokenService(deps: TokenServiceDeps) {
       }
       throw error;
     });
+    let result: LoadedConnection | null = { record: next, version: current.version + 1 };
     if (!saved) {
-      // Only a holder whose lease ran out gets here: a newer pair is stored; keep that one.
-      log.warn({ connection: id }, 'refresh finished after its lease; keeping the newer pair');
-      return (await connections.load(sid, id)) ?? current;
+      result = await afterRefused(sid, next, current.version);
+      if (result?.record !== next) {
+        // A holder whose lease ran out: a newer pair is stored; keep that one.
+        log.warn({ connection: id }, 'refresh finished after its lease; keeping the newer pair');
+        return result ?? current;
+      }
     }
     if (backoff) await store.del(keys.backoff(sid, id));
     log.info({ connection: id, reason: 'rotated' }, 'refreshed access token');
-    return { record: next, version: current.version + 1 };
+    return result;
+  }
+
+  /**
+   * A rotated pair the versioned write refused. A higher stored version is a newer pair that
+   * another holder stored after this one's lease ran out: it stands. A lower one means the store
+   * went back in time (a failover promoted a replica that had not received the last writes): the
+   * stored pair is already used up at the provider and the one in hand is the only valid one, so
+   * it is written over the stale record. Answers what the store holds afterwards.
+   */
+  async function afterRefused(
+    sid: string,
+    next: ConnectionRecord,
+    expected: number,
+  ): Promise<LoadedConnection | null> {
+    const stored = await connections.load(sid, next.id);
+    if (
+      stored &&
+      stored.version < expected &&
+      (await connections.save(sid, next, stored.version))
+    ) {
+      log.warn(
+        { connection: next.id, stored: stored.version, expected },
+        'the store had lost writes (a failover?): stored the rotated pair over the older one',
+      );
+      return { record: next, version: stored.version + 1 };
+    }
+    return stored;
   }
 
   /**
@@ -211,7 +242,9 @@ export function createTokenService(deps: TokenServiceDeps) {
     for (let attempt = 0; attempt < Math.ceil(lock.leaseMs / STORE_RETRY_MS); attempt++) {
       await deps.sleep(STORE_RETRY_MS);
       try {
-        const written = await connections.save(sid, record, version);
+        const written =
+          (await connections.save(sid, record, version)) ||
+          (await afterRefused(sid, record, version))?.record === record;
         if (written) await store.del(keys.backoff(sid, record.id));
         await lock.release(lease);
         log.warn(
