@@ -53,10 +53,7 @@ export default defineConfig({
           // One deployment at a time: each file runs a Redis Cluster or Sentinel set and three
           // brokers, and their failovers are timed on the real clock of a 2-core machine.
           fileParallelism: false,
-          // And after every other suite rather than beside them: next to the browsers and the
-          // image build, the in-process sandbox answered the token endpoint past the brokers'
-          // 1.5 s bound during a failover, and a rotated token was taken for lost (one CI run).
-          sequence: { groupOrder: 1 },
+          // (Vitest runs the files of such projects last, one at a time, after every other suite.)
         },
       },
       {
