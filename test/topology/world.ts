@@ -52,9 +52,12 @@ export function useTopologyWorld<D extends Deployment>(start: () => Promise<D>):
       providerUrl: sandbox.url,
       publicUrl: PUBLIC_URL,
       redis: redis.env,
-      // A lease left behind by a holder whose release met a failover blocks that connection's
-      // refresh until it runs out: short here, so a test outlives it (as the hardening suite's).
-      extra: { TOKEN_TIMEOUT_MS: '1500', REFRESH_LEASE_MS: '3000' },
+      // The lease as production sizes it (TOKEN_TIMEOUT_MS + 5 s). It must outlast a failover: a
+      // holder whose rotated pair met the failover keeps the lock until it can store that pair,
+      // and with 3 s here the lock ran out first under a loaded CI, another instance refreshed
+      // with the used-up token, and the provider revoked the connection (the brokers' logs of
+      // that run). A lease left behind by a release that met the failover runs out in 6.5 s.
+      extra: { TOKEN_TIMEOUT_MS: '1500', REFRESH_LEASE_MS: '6500' },
     });
     const each = env;
     brokers.push(...(await Promise.all([0, 1, 2].map(() => BrokerProcess.start(each)))));
