@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { wrk } from './loadgen.ts';
 import { writeLines } from './scenarios.ts';
+import { placeOf, type CallFrame } from './frames.ts';
 import { BenchStack } from './stack.ts';
 
 const { values } = parseArgs({
@@ -55,7 +56,7 @@ try {
 }
 
 interface Node {
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: CallFrame;
   selfSize: number;
   children: Node[];
 }
@@ -64,18 +65,7 @@ const fn = new Map<string, number>();
 const pkg = new Map<string, number>();
 let total = 0;
 const walk = (node: Node): void => {
-  const frame = node.callFrame;
-  const where = frame.url.replace(/^file:\/\//, '').replace(root, '');
-  const key = `${frame.functionName || '(anonymous)'} ${where.split('/').slice(-2).join('/')}:${frame.lineNumber + 1}`;
-  const p =
-    /node_modules\/\.pnpm\/([^/]+)\//.exec(where)?.[1]?.replace(/@[\d.]+.*$/, '') ??
-    (where.startsWith('server/')
-      ? 'broker (server/src)'
-      : where.startsWith('node:')
-        ? 'node core'
-        : where === ''
-          ? `(${frame.functionName || 'native'})`
-          : where.split('/')[0]!);
+  const { fn: key, pkg: p } = placeOf(node.callFrame, root);
   fn.set(key, (fn.get(key) ?? 0) + node.selfSize);
   pkg.set(p, (pkg.get(p) ?? 0) + node.selfSize);
   total += node.selfSize;

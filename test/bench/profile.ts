@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { wrk } from './loadgen.ts';
 import { writeLines } from './scenarios.ts';
+import { placeOf, type CallFrame } from './frames.ts';
 import { BenchStack } from './stack.ts';
 
 const { values } = parseArgs({
@@ -50,7 +51,7 @@ try {
 
 interface Node {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: CallFrame;
   children?: number[];
 }
 const name = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
@@ -69,19 +70,8 @@ const total = [...self.values()].reduce((a, b) => a + b, 0);
 const fn = new Map<string, number>();
 const pkg = new Map<string, number>();
 for (const [id, us] of self) {
-  const frame = byId.get(id)!.callFrame;
-  const where = frame.url.replace(/^file:\/\//, '').replace(root, '');
-  const key = `${frame.functionName || '(anonymous)'} ${where.split('/').slice(-2).join('/')}:${frame.lineNumber + 1}`;
+  const { fn: key, pkg: p } = placeOf(byId.get(id)!.callFrame, root);
   fn.set(key, (fn.get(key) ?? 0) + us);
-  const p =
-    /node_modules\/\.pnpm\/([^/]+)\//.exec(where)?.[1]?.replace(/@[\d.]+.*$/, '') ??
-    (where.startsWith('server/')
-      ? 'broker (server/src)'
-      : where.startsWith('node:')
-        ? 'node core'
-        : where === ''
-          ? `(${frame.functionName})`
-          : where.split('/')[0]!);
   pkg.set(p, (pkg.get(p) ?? 0) + us);
 }
 const top = (map: Map<string, number>, n: number) =>
