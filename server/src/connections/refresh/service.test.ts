@@ -291,6 +291,30 @@ describe('the refresh, step by step on the in-memory store', () => {
     expect(w.tokens[1]!.counters.lockWaits).toBe(1);
   });
 
+  it('a rejection joins no flight that would hand the rejected token back: it refreshes that one too', async () => {
+    const w = instances(2);
+    const loaded = await w.connect(-1);
+    const answer = deferred<TokenSet>();
+    w.answerWith(() => answer.promise);
+    // Instance 1 refreshes rt-1; instance 0's flight for the rejection of at-1 waits for it.
+    const holder = w.tokens[1]!.usable(SID, loaded);
+    await settle();
+    const first = w.tokens[0]!.usable(SID, loaded, { kind: 'rejected', accessToken: 'at-1' });
+    await settle();
+    expect(w.pending()).toBe(1);
+    answer.resolve(w.rotated(2));
+    await holder;
+    // Before that flight looks again, another call on instance 0 sends the stored at-2, which
+    // the API rejects too (a revocation, say): it joins the flight that will answer at-2.
+    w.answerWith(async () => w.rotated(3));
+    const stored = (await w.connections.load(SID, 'c1'))!;
+    const second = w.tokens[0]!.usable(SID, stored, { kind: 'rejected', accessToken: 'at-2' });
+    w.wake();
+    expect((await first).record.tokens?.accessToken).toBe('at-2');
+    expect((await second).record.tokens?.accessToken).toBe('at-3');
+    expect(w.calls).toEqual(['rt-1', 'rt-2']);
+  });
+
   it('lease recovery: a lock left by a holder that died runs out, and the next one refreshes', async () => {
     const w = instances(1);
     const loaded = await w.connect(-1);

@@ -334,6 +334,37 @@ export function createTokenService(deps: TokenServiceDeps) {
     return { record: next, version: current.version + 1 };
   }
 
+  /**
+   * Step 1: a connection whose access token can be used now, refreshed first when `reason` still
+   * calls for it; one flight per connection in this process.
+   */
+  async function usable(
+    sid: string,
+    loaded: LoadedConnection,
+    reason: RefreshReason = PROACTIVE,
+  ): Promise<LoadedConnection> {
+    if (!needed(loaded, reason)) return loaded;
+    const flightKey = `${sid}:${loaded.record.id}`;
+    const joined = inflight.get(flightKey);
+    if (joined) {
+      const result = await joined;
+      // A flight started for another reason (proactive, or the rejection of an older token) can
+      // hand back the very token this call saw rejected, stored meanwhile: refresh that one too.
+      if (reason.kind === 'rejected' && needed(result, reason)) return usable(sid, result, reason);
+      return result;
+    }
+    // The kind only: a `rejected` reason carries the access token.
+    const flight = inSpan('baton.refresh', () => acrossInstances(sid, loaded.record.id, reason), {
+      'baton.refresh.reason': reason.kind,
+    }).finally(() => inflight.delete(flightKey));
+    inflight.set(flightKey, flight);
+    const result = await flight;
+    // Never hand back a token the API rejected.
+    if (reason.kind === 'rejected' && result.record.tokens?.accessToken === reason.accessToken)
+      throw unavailable(now() + 1000);
+    return result;
+  }
+
   return {
     counters,
 
@@ -346,31 +377,7 @@ export function createTokenService(deps: TokenServiceDeps) {
     mayRefreshOnRejection: (record: ConnectionRecord): boolean =>
       mayRefreshOnRejection(record, now(), deps.refreshMinIntervalMs ?? 0),
 
-    /**
-     * Step 1: a connection whose access token can be used now, refreshed first when `reason`
-     * still calls for it; one flight per connection in this process.
-     */
-    async usable(
-      sid: string,
-      loaded: LoadedConnection,
-      reason: RefreshReason = PROACTIVE,
-    ): Promise<LoadedConnection> {
-      if (!needed(loaded, reason)) return loaded;
-      const flightKey = `${sid}:${loaded.record.id}`;
-      let flight = inflight.get(flightKey);
-      if (!flight) {
-        // The kind only: a `rejected` reason carries the access token.
-        flight = inSpan('baton.refresh', () => acrossInstances(sid, loaded.record.id, reason), {
-          'baton.refresh.reason': reason.kind,
-        }).finally(() => inflight.delete(flightKey));
-        inflight.set(flightKey, flight);
-      }
-      const result = await flight;
-      // A flight started for another reason may have left the rejected token in place.
-      if (reason.kind === 'rejected' && result.record.tokens?.accessToken === reason.accessToken)
-        throw unavailable(now() + 1000);
-      return result;
-    },
+    usable,
   };
 }
 export type TokenService = ReturnType<typeof createTokenService>;
