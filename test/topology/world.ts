@@ -72,7 +72,13 @@ export function useTopologyWorld<D extends Deployment>(start: () => Promise<D>):
       file,
       brokers.map((broker, i) => [`--- broker ${i} ---`, ...broker.lines].join('\n')).join('\n'),
     );
-    console.log(`[topology] broker logs of the failed test: ${file}`);
+    // CI shows the output, not the files: the warnings and errors go there too.
+    const notable = brokers.flatMap((broker, i) =>
+      broker.lines.filter((line) => /"level":[456]0/.test(line)).map((line) => `${i}: ${line}`),
+    );
+    console.log(
+      `[topology] broker logs of the failed test: ${file}\n${notable.slice(-80).join('\n')}`,
+    );
   });
   afterAll(async () => {
     for (const broker of brokers) await broker.stop('SIGKILL');
