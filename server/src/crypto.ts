@@ -1,8 +1,8 @@
 import {
   createCipheriv,
   createDecipheriv,
-  createHash,
   createSecretKey,
+  hash,
   randomBytes,
   timingSafeEqual,
   type KeyObject,
@@ -99,9 +99,12 @@ export function randomToken(bytes = 32): string {
   return randomBytes(bytes).toString('base64url');
 }
 
-/** SHA-256 as base64url: what the store keeps instead of a bearer secret. */
+/**
+ * SHA-256 as base64url: what the store keeps instead of a bearer secret. The one-shot `hash`: no
+ * Hash object per call (a session check runs on every API call).
+ */
 export function hashToken(token: string): string {
-  return createHash('sha256').update(token).digest('base64url');
+  return hash('sha256', token, 'base64url');
 }
 
 export function safeEqual(a: string, b: string): boolean {
