@@ -85,6 +85,12 @@ export async function discard(response: Dispatcher.ResponseData): Promise<void> 
   await response.body.dump({ limit: 64 * 1024 }).catch(() => {});
 }
 
+const reauthorize = (): BrokerError =>
+  new BrokerError(
+    'reauthorization_required',
+    'This license is disconnected; authorize Baton again.',
+  );
+
 const bases = new WeakMap<ConnectionRecord, { origin: string; path: string }>();
 
 /** A record's api_url as origin and path, parsed once per record read (records.ts's identity rule). */
@@ -104,10 +110,10 @@ export interface ProxyDeps {
   timeoutMs?: number;
 }
 
-/** The token service, as one call sees it. */
+/** The token service, as the proxy uses it. */
 export interface CallTokens {
   /** The connection with an access token usable now (see RefreshReason). */
-  usable(loaded: LoadedConnection, reason?: RefreshReason): Promise<LoadedConnection>;
+  usable(sid: string, loaded: LoadedConnection, reason?: RefreshReason): Promise<LoadedConnection>;
   /** Whether an upstream 401 may refresh this record (the refresh budget); else it is passed on. */
   mayRefreshOnRejection(record: ConnectionRecord): boolean;
 }
@@ -155,13 +161,15 @@ export function createProxy(deps: ProxyDeps) {
 
   return {
     /**
-     * `body`: the request's, already read (null: none); `below`: the path the call asks for under
-     * api_url, and `query` its query string, both as the client sent them.
+     * `body`: the request's, already read (null: none); `loaded`: session `sid`'s connection;
+     * `below`: the path the call asks for under api_url, and `query` its query string, both as
+     * the client sent them.
      */
     async forward(
       req: IncomingMessage,
       body: Buffer | null,
       res: ServerResponse,
+      sid: string,
       loaded: LoadedConnection,
       tokens: CallTokens,
       below: string,
@@ -171,12 +179,7 @@ export function createProxy(deps: ProxyDeps) {
       if (path === undefined)
         throw new BrokerError('invalid_request', 'The API path is not allowed.');
 
-      let current = await tokens.usable(loaded);
-      const reauthorize = () =>
-        new BrokerError(
-          'reauthorization_required',
-          'This license is disconnected; authorize Baton again.',
-        );
+      let current = await tokens.usable(sid, loaded);
       if (!current.record.tokens) throw reauthorize();
       const base = apiBase(current.record);
       const target = {
@@ -188,7 +191,7 @@ export function createProxy(deps: ProxyDeps) {
       if (upstream.statusCode === 401 && tokens.mayRefreshOnRejection(current.record)) {
         await discard(upstream);
         const rejected = current.record.tokens.accessToken;
-        current = await tokens.usable(current, { kind: 'rejected', accessToken: rejected });
+        current = await tokens.usable(sid, current, { kind: 'rejected', accessToken: rejected });
         if (!current.record.tokens) throw reauthorize();
         upstream = await send(req, body, target, current.record.tokens.accessToken);
       }

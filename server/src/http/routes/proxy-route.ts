@@ -3,8 +3,6 @@ import express, { type Request, type Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import type { LoadedConnection } from '../../connections/records.ts';
-import type { RefreshReason } from '../../connections/refresh/policy.ts';
 import type { Track } from '../access-log.ts';
 import { BrokerError } from '../../errors.ts';
 import { createProxy } from '../../connections/proxy.ts';
@@ -81,12 +79,7 @@ export function proxyRoute(deps: ProxyRouteDeps) {
         const sid = await requireSid(req);
         const body = await readBody(req, res);
         const loaded = await loadConnection(sid, decodeId(call[1] ?? ''));
-        const calls = {
-          usable: (current: LoadedConnection, reason?: RefreshReason) =>
-            tokens.usable(sid, current, reason),
-          mayRefreshOnRejection: tokens.mayRefreshOnRejection,
-        };
-        await proxy.forward(req, body, res, loaded, calls, call[2] ?? '', call[3]);
+        await proxy.forward(req, body, res, sid, loaded, tokens, call[2] ?? '', call[3]);
       } catch (error) {
         fail(res, error);
       }
