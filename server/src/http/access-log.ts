@@ -21,6 +21,12 @@ const ids = new WeakMap<ServerResponse, string>();
 const url = (req: IncomingMessage & { originalUrl?: string }): string =>
   req.originalUrl ?? req.url ?? '';
 
+/** A URL's path, without the query, at most 512 characters. */
+function pathOf(url: string): string {
+  const query = url.indexOf('?');
+  return url.slice(0, Math.min(query === -1 ? url.length : query, 512));
+}
+
 export function createTracker(log: Logger, answered?: Answered): Track {
   const lines = log.child({}, { redact: [] });
   return (req, res, route) => {
@@ -29,13 +35,14 @@ export function createTracker(log: Logger, answered?: Answered): Track {
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     ids.set(res, id);
     res.setHeader('X-Request-Id', id);
-    res.once('close', () => {
+    // `on`, not `once`: 'close' comes once, and `once` wraps the listener in two more objects.
+    res.on('close', () => {
       const ms = performance.now() - started;
       const method = req.method ?? '';
       const line = {
         reqId: id,
         method,
-        path: (url(req).split('?', 1)[0] ?? '').slice(0, 512),
+        path: pathOf(url(req)),
         status: res.statusCode,
         ms: Math.round(ms * 10) / 10,
       };
