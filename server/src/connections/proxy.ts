@@ -29,6 +29,7 @@ const RETURNED_RESPONSE_HEADERS = [
   'retry-after',
 ] as const;
 
+const PLAIN_PATH = /^(?:[A-Za-z0-9_-][A-Za-z0-9._~-]*\/)*(?:[A-Za-z0-9_-][A-Za-z0-9._~-]*)?$/;
 const FORBIDDEN_ENCODINGS = /%(?:2f|5c|2e|25|00|[01][0-9a-f]|7f)/i;
 
 /**
@@ -36,7 +37,11 @@ const FORBIDDEN_ENCODINGS = /%(?:2f|5c|2e|25|00|[01][0-9a-f]|7f)/i;
  * when it could leave api_url in any encoding. Refused, never normalised.
  */
 export function checkProxyPath(raw: string): string | undefined {
-  if (raw.length > 2048 || !/^[\x21-\x7e]*$/.test(raw)) return undefined;
+  if (raw.length > 2048) return undefined;
+  // Nearly every call: unreserved characters only, no segment that starts with a dot or is empty
+  // but the last. Nothing below could refuse such a path, so it is not decoded to be checked.
+  if (PLAIN_PATH.test(raw)) return raw;
+  if (!/^[\x21-\x7e]*$/.test(raw)) return undefined;
   if (raw.includes('\\') || FORBIDDEN_ENCODINGS.test(raw)) return undefined;
   let decoded: string;
   try {
