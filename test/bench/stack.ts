@@ -222,11 +222,12 @@ export class BenchStack {
       throw new Error('could not expire the record');
   }
 
-  async startBare(fixedToken: string): Promise<void> {
+  /** The bare proxy (baseline b), with `nodeArgs` before its entry point. */
+  async startBare(fixedToken: string, nodeArgs: string[] = []): Promise<void> {
     const port = await freePort();
     this.bare = await Proc.start({
       name: 'bare',
-      args: [BARE_PROXY],
+      args: [...nodeArgs, BARE_PROXY],
       env: { PORT: String(port), UPSTREAM_API_URL: this.apiUrl, UPSTREAM_TOKEN: fixedToken },
       port,
       logFile: join(this.logDir, 'bare.log'),
