@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { wrk } from './loadgen.ts';
-import { writeLines } from './scenarios.ts';
+import { viaBroker, writeLines } from './scenarios.ts';
 import { placeOf, type CallFrame } from './frames.ts';
 import { BenchStack } from './stack.ts';
 
@@ -32,11 +32,7 @@ const stack = await BenchStack.start(1, {
 let requests = 0;
 try {
   const sessions = await stack.createSessions(1000);
-  const lines = writeLines(
-    stack.logDir,
-    'broker.txt',
-    sessions.map((s) => ({ path: `/connections/${s.connectionId}/api/users.me`, token: s.token })),
-  );
+  const lines = writeLines(stack.logDir, 'broker.txt', viaBroker(sessions));
   const broker = stack.brokers[0]!;
   const load = (seconds: number) =>
     wrk({ origin: broker.url, linesFile: lines, connections: 50, threads: 2, seconds });

@@ -16,8 +16,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { wrk } from './loadgen.ts';
 import { cpuMs, type Proc } from './procs.ts';
-import { median, spread, writeLines, type Spread } from './scenarios.ts';
-import { BenchStack, LICENSE } from './stack.ts';
+import { direct, median, spread, viaBroker, writeLines, type Spread } from './scenarios.ts';
+import { BenchStack } from './stack.ts';
 
 const { values } = parseArgs({
   options: {
@@ -89,20 +89,12 @@ const stack = await BenchStack.start(revs.length, {
 try {
   const sessions = await stack.createSessions(Number(values.sessions));
   await stack.startBare(sessions[0]!.accessToken);
-  const viaBroker = writeLines(
-    stack.logDir,
-    'broker.txt',
-    sessions.map((s) => ({ path: `/connections/${s.connectionId}/api/users.me`, token: s.token })),
-  );
-  const direct = writeLines(
-    stack.logDir,
-    'direct.txt',
-    sessions.map((s) => ({ path: `/licenses/${LICENSE}/users.me`, token: s.accessToken })),
-  );
+  const brokerLines = writeLines(stack.logDir, 'broker.txt', viaBroker(sessions));
+  const directLines = writeLines(stack.logDir, 'direct.txt', direct(sessions));
   const variants: { name: string; proc: Proc; lines: string }[] = [
-    { name: 'a', proc: stack.sandbox, lines: direct },
-    { name: 'b', proc: stack.bare!, lines: viaBroker },
-    ...stack.brokers.map((proc, index) => ({ name: labels[index]!, proc, lines: viaBroker })),
+    { name: 'a', proc: stack.sandbox, lines: directLines },
+    { name: 'b', proc: stack.bare!, lines: brokerLines },
+    ...stack.brokers.map((proc, index) => ({ name: labels[index]!, proc, lines: brokerLines })),
   ];
   const run = (v: (typeof variants)[number], connections: number, time: number) =>
     wrk({

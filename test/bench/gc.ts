@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { wrk } from './loadgen.ts';
-import { writeLines } from './scenarios.ts';
+import { viaBroker, writeLines } from './scenarios.ts';
 import { BenchStack } from './stack.ts';
 import type { Proc } from './procs.ts';
 
@@ -27,11 +27,7 @@ const stack = await BenchStack.start(1, { nodeArgs: [TRACE], eventLoopHook: fals
 try {
   const sessions = await stack.createSessions(1000);
   await stack.startBare(sessions[0]!.accessToken, TRACE);
-  const lines = writeLines(
-    stack.logDir,
-    'gc.txt',
-    sessions.map((s) => ({ path: `/connections/${s.connectionId}/api/users.me`, token: s.token })),
-  );
+  const lines = writeLines(stack.logDir, 'gc.txt', viaBroker(sessions));
   const measure = async (name: string, proc: Proc): Promise<string> => {
     const load = (seconds: number) =>
       wrk({ origin: proc.url, linesFile: lines, connections: 50, threads: 2, seconds });

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { wrk } from './loadgen.ts';
-import { writeLines } from './scenarios.ts';
+import { viaBroker, writeLines } from './scenarios.ts';
 import { placeOf, type CallFrame } from './frames.ts';
 import { BenchStack } from './stack.ts';
 
@@ -29,11 +29,7 @@ const stack = await BenchStack.start(1, {
 });
 try {
   const sessions = await stack.createSessions(1000);
-  const file = writeLines(
-    stack.logDir,
-    'broker.txt',
-    sessions.map((s) => ({ path: `/connections/${s.connectionId}/api/users.me`, token: s.token })),
-  );
+  const file = writeLines(stack.logDir, 'broker.txt', viaBroker(sessions));
   const origin = stack.brokers[0]!.url;
   await wrk({ origin, linesFile: file, connections: 50, threads: 2, seconds: 3 });
   const result = await wrk({

@@ -64,6 +64,14 @@ async function measured<T>(
 const rotate = <T>(items: T[], by: number): T[] =>
   items.map((_item, index) => items[(index + by) % items.length]!);
 
+/** S1's call for each session: users.me through the broker, with its session token. */
+export const viaBroker = (sessions: readonly Session[]): Target[] =>
+  sessions.map((s) => ({ path: `/connections/${s.connectionId}/api/users.me`, token: s.token }));
+
+/** The same call straight at the upstream, with each session's access token. */
+export const direct = (sessions: readonly Session[]): Target[] =>
+  sessions.map((s) => ({ path: `/licenses/${LICENSE}/users.me`, token: s.accessToken }));
+
 export function writeLines(dir: string, name: string, lines: Target[]): string {
   const file = join(dir, name);
   writeFileSync(file, lines.map((line) => `${line.path}\t${line.token}`).join('\n') + '\n');
@@ -103,18 +111,13 @@ export async function s1(
   const { log } = options;
   const broker = stack.brokers[0]!;
   const bare = stack.bare!;
-  const direct: Target[] = sessions.map((s) => ({
-    path: `/licenses/${LICENSE}/users.me`,
-    token: s.accessToken,
-  }));
-  const viaBroker: Target[] = sessions.map((s) => ({
-    path: `/connections/${s.connectionId}/api/users.me`,
-    token: s.token,
-  }));
+  const straight = direct(sessions);
+  const brokered = viaBroker(sessions);
+  const brokerFile = writeLines(stack.logDir, 'broker.txt', brokered);
   const files = {
-    a: writeLines(stack.logDir, 'direct.txt', direct),
-    b: writeLines(stack.logDir, 'broker.txt', viaBroker),
-    B: writeLines(stack.logDir, 'broker.txt', viaBroker),
+    a: writeLines(stack.logDir, 'direct.txt', straight),
+    b: brokerFile,
+    B: brokerFile,
     start: writeLines(stack.logDir, 'start.txt', [{ path: startPath(), token: 'none' }]),
   };
   const origin = { a: stack.sandbox.url, b: bare.url, B: broker.url, start: broker.url };
@@ -202,7 +205,7 @@ export async function s1(
   const openP99: Record<string, number[]> = { a: [], b: [], B: [] };
   const ratioOpen: number[] = [];
   let openErrors = 0;
-  const targets = { a: direct, b: viaBroker, B: viaBroker } as Record<string, Target[]>;
+  const targets = { a: straight, b: brokered, B: brokered } as Record<string, Target[]>;
   for (let round = 0; round < options.rounds; round++) {
     const p99: Record<string, OpenLoopResult> = {};
     for (const v of rotate(['a', 'b', 'B'] as V[], round)) {
@@ -493,10 +496,7 @@ export async function s5(
 ): Promise<S5Result> {
   const broker = stack.brokers[0]!;
   const warmupSeconds = Math.max(10, Math.round(options.soakSeconds * 0.1));
-  const targets = sessions.map((s) => ({
-    path: `/connections/${s.connectionId}/api/users.me`,
-    token: s.token,
-  }));
+  const targets = viaBroker(sessions);
   const samples: { t: number; rss: number }[] = [];
   const started = performance.now();
   let warmedUp = false;
