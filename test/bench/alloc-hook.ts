@@ -1,7 +1,7 @@
 /**
  * Preloaded into a broker with `node --import` by alloc.ts: the first SIGUSR2 starts V8's sampling
- * heap profiler, counting every allocation (also what the next scavenge or mark-sweep frees); the
- * second stops it and writes the profile to BENCH_ALLOC_FILE.
+ * heap profiler, counting every allocation (also what the next scavenge or mark-sweep frees, or,
+ * with BENCH_ALLOC_SURVIVORS set, only what no scavenge freed); the second stops it and writes the profile to BENCH_ALLOC_FILE.
  */
 import { renameSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -18,7 +18,8 @@ if (file) {
         await session.post('HeapProfiler.startSampling', {
           samplingInterval: 4096,
           includeObjectsCollectedByMajorGC: true,
-          includeObjectsCollectedByMinorGC: true,
+          // BENCH_ALLOC_SURVIVORS: only what outlived a scavenge (promoted, or still young and live).
+          includeObjectsCollectedByMinorGC: !process.env.BENCH_ALLOC_SURVIVORS,
         });
         return;
       }

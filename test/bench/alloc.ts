@@ -2,7 +2,8 @@
  * `node test/bench/alloc.ts [--seconds 8] [--main <file>]`: what one proxied call allocates, under
  * S1's load (wrk, 50 connections, 1,000 sessions): V8's sampling heap profiler counts every
  * allocation (also those the next scavenge frees) for `seconds`, then the bytes per request are
- * summed by function and by package. The profile is kept under bench-results/ (Chrome DevTools
+ * summed by function and by package. `--survivors`: only the allocations no scavenge freed (the
+ * bytes promoted to the old generation, and the few still young when it stops). The profile is kept under bench-results/ (Chrome DevTools
  * opens .heapprofile files).
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -15,7 +16,11 @@ import { placeOf, type CallFrame } from './frames.ts';
 import { BenchStack } from './stack.ts';
 
 const { values } = parseArgs({
-  options: { seconds: { type: 'string', default: '8' }, main: { type: 'string' } },
+  options: {
+    seconds: { type: 'string', default: '8' },
+    main: { type: 'string' },
+    survivors: { type: 'boolean', default: false },
+  },
 });
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const dir = join(root, 'bench-results', `alloc-${new Date().toISOString().replace(/[:.]/g, '-')}`);
@@ -25,7 +30,7 @@ const HOOK = fileURLToPath(new URL('./alloc-hook.ts', import.meta.url));
 
 const stack = await BenchStack.start(1, {
   nodeArgs: [['--import', HOOK]],
-  envs: [{ BENCH_ALLOC_FILE: file }],
+  envs: [{ BENCH_ALLOC_FILE: file, ...(values.survivors ? { BENCH_ALLOC_SURVIVORS: '1' } : {}) }],
   eventLoopHook: false,
   ...(values.main === undefined ? {} : { mains: [values.main] }),
 });
