@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { ConnectionRecord, LoadedConnection } from './records.ts';
 import { BrokerError } from '../errors.ts';
 import type { RefreshReason } from './refresh/policy.ts';
+import { exchange, UpstreamError, type Answer } from './upstream.ts';
 
 /** Request headers that may go upstream; everything else (Authorization, Cookie, Host, X-Forwarded-*, hop-by-hop) stays here. */
 const FORWARDED_REQUEST_HEADERS = [
@@ -16,17 +16,6 @@ const FORWARDED_REQUEST_HEADERS = [
   'if-modified-since',
   'if-none-match',
   'if-unmodified-since',
-] as const;
-
-/** Response headers that may come back; never Set-Cookie, Location or hop-by-hop headers. */
-const RETURNED_RESPONSE_HEADERS = [
-  'content-type',
-  'content-length',
-  'content-encoding',
-  'content-language',
-  'etag',
-  'last-modified',
-  'retry-after',
 ] as const;
 
 const PLAIN_PATH = /^(?:[A-Za-z0-9_-][A-Za-z0-9._~-]*\/)*(?:[A-Za-z0-9_-][A-Za-z0-9._~-]*)?$/;
@@ -63,32 +52,9 @@ export function checkProxyPath(raw: string): string | undefined {
   return raw;
 }
 
-/**
- * Streams an upstream body to the client; when either side fails, both are destroyed (the
- * upstream connection is released, the client sees a cut answer, never a short one passed off as
- * whole). Not `stream.pipeline`: it builds an AbortController and so a DOMException per call,
- * which under load cost about 5 % of the broker's CPU.
- */
-export function relay(body: Readable, res: Writable): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const fail = (error: Error): void => {
-      body.destroy();
-      res.destroy();
-      reject(error);
-    };
-    body.once('error', fail);
-    res.once('close', () => {
-      if (res.writableFinished) resolve();
-      else fail(new Error('the client closed the connection before the answer ended'));
-    });
-    body.pipe(res);
-  });
-}
-
-/** Drop an upstream body we will not pass on, keeping the connection reusable when it is small. */
-export async function discard(response: Dispatcher.ResponseData): Promise<void> {
-  await response.body.dump({ limit: 64 * 1024 }).catch(() => {});
-}
+const isRedirect = (status: number): boolean => status >= 300 && status < 400;
+/** What a second call passes on: anything but a redirect. */
+const relayed = (status: number): boolean => !isRedirect(status);
 
 const reauthorize = (): BrokerError =>
   new BrokerError(
@@ -132,12 +98,15 @@ export interface CallTokens {
 export function createProxy(deps: ProxyDeps) {
   const timeoutMs = deps.timeoutMs ?? 30_000;
 
+  /** One upstream call with `accessToken`; its answer is relayed into `res` when `relay` says so. */
   async function send(
     req: IncomingMessage,
     body: Buffer | null,
+    res: ServerResponse,
     target: { origin: string; path: string },
     accessToken: string,
-  ): Promise<Dispatcher.ResponseData> {
+    relay: (status: number) => boolean,
+  ): Promise<Answer> {
     const headers: Record<string, string> = {
       authorization: `Bearer ${accessToken}`,
       'user-agent': 'baton-broker',
@@ -146,23 +115,28 @@ export function createProxy(deps: ProxyDeps) {
       const value = req.headers[name];
       if (typeof value === 'string') headers[name] = value;
     }
+    const options: Dispatcher.DispatchOptions = {
+      origin: target.origin,
+      path: target.path,
+      method: req.method as Dispatcher.HttpMethod,
+      headers,
+      body,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    };
     try {
-      return await deps.dispatcher.request({
-        origin: target.origin,
-        path: target.path,
-        method: req.method as Dispatcher.HttpMethod,
-        headers,
-        body,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-      });
+      return await exchange(deps.dispatcher, options, res, relay, cut);
     } catch (cause) {
+      if (!(cause instanceof UpstreamError)) throw cause;
       throw new BrokerError('upstream_unavailable', 'The license API did not answer.', {
         retryAfter: 5,
-        cause,
+        cause: cause.cause,
       });
     }
   }
+  const cut = (error: Error): void => {
+    deps.log.warn({ err: error }, 'proxied response interrupted');
+  };
 
   return {
     /**
@@ -192,34 +166,22 @@ export function createProxy(deps: ProxyDeps) {
         path: `${base.path}/${path}${query === undefined ? '' : `?${query}`}`,
       };
 
-      let upstream = await send(req, body, target, current.record.tokens.accessToken);
-      if (upstream.statusCode === 401 && tokens.mayRefreshOnRejection(current.record)) {
-        await discard(upstream);
-        const rejected = current.record.tokens.accessToken;
-        current = await tokens.usable(sid, current, { kind: 'rejected', accessToken: rejected });
+      const record = current.record;
+      const accessToken = current.record.tokens.accessToken;
+      let answer = await send(req, body, res, target, accessToken, (status) =>
+        status === 401 ? !tokens.mayRefreshOnRejection(record) : !isRedirect(status),
+      );
+      if (!answer.relayed && answer.status === 401) {
+        current = await tokens.usable(sid, current, { kind: 'rejected', accessToken });
         if (!current.record.tokens) throw reauthorize();
-        upstream = await send(req, body, target, current.record.tokens.accessToken);
+        answer = await send(req, body, res, target, current.record.tokens.accessToken, relayed);
       }
-      if (upstream.statusCode >= 300 && upstream.statusCode < 400) {
-        await discard(upstream);
+      if (!answer.relayed)
         throw new BrokerError(
           'upstream_unavailable',
           'The license API answered with a redirect, which the broker does not follow.',
           { retryAfter: 5 },
         );
-      }
-
-      res.statusCode = upstream.statusCode;
-      for (const name of RETURNED_RESPONSE_HEADERS) {
-        const value = upstream.headers[name];
-        if (value !== undefined) res.setHeader(name, value);
-      }
-      res.setHeader('Cache-Control', 'no-store');
-      try {
-        await relay(upstream.body, res);
-      } catch (error) {
-        deps.log.warn({ err: error }, 'proxied response interrupted');
-      }
     },
   };
 }

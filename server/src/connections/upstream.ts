@@ -1,0 +1,186 @@
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { Dispatcher } from 'undici';
+
+/** Response headers that may come back; never Set-Cookie, Location or hop-by-hop headers. */
+export const RETURNED_RESPONSE_HEADERS = [
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'content-language',
+  'etag',
+  'last-modified',
+  'retry-after',
+] as const;
+
+/** A dropped answer's body is read up to this much to keep the connection; beyond, it is cut. */
+const DROP_LIMIT = 64 * 1024;
+
+/**
+ * What became of one upstream call: its answer's status, and whether the call is over for the
+ * client (`relayed`: its answer passed on, or the client gone); false: the answer was dropped and
+ * `res` is untouched.
+ */
+export interface Answer {
+  status: number;
+  relayed: boolean;
+}
+
+/** The upstream call failed before any of its answer went to the client. */
+export class UpstreamError extends Error {}
+
+/**
+ * Sends one request upstream and streams its answer into `res` (status, the returned headers,
+ * `Cache-Control: no-store`, then the body as it comes, paused while the client is slow), or drops
+ * it when `relay(status)` says it is not to be passed on (a 401 worth a refresh, a redirect): then
+ * `res` is left untouched. Settles when the answer has ended.
+ *
+ * Rejects with UpstreamError when the call failed before anything was relayed. When it fails
+ * midway (upstream cut, timeout), `res` is destroyed, so the client sees a cut answer, never a
+ * short one passed off as whole, and `onCut` is told; when the client goes, the upstream request
+ * is aborted. Either way it then resolves.
+ *
+ * undici's handler interface rather than `request()`: that one wraps each answer in a body stream,
+ * a promise and a handler object that undici keeps referring to after the call, and under load
+ * (with the stream's listeners reaching the client's response) whole calls then outlived young
+ * collections and were promoted to the old generation: long scavenges, the broker's p99
+ * (docs/performance.md, "What kept calls alive").
+ */
+export function exchange(
+  dispatcher: Dispatcher,
+  options: Dispatcher.DispatchOptions,
+  res: ServerResponse,
+  relay: (status: number) => boolean,
+  onCut: (error: Error) => void,
+): Promise<Answer> {
+  // The client went while the call was being prepared: nothing to ask for.
+  if (res.destroyed) return Promise.resolve({ status: 0, relayed: true });
+  return new Promise((resolve, reject) => {
+    const handler = new Exchange(res, relay, onCut, resolve, reject);
+    try {
+      dispatcher.dispatch(options, handler);
+    } catch (error) {
+      handler.onResponseError(null, error as Error);
+    }
+  });
+}
+
+/** One exchange's handler. Once settled it lets go of everything, as undici may keep it. */
+class Exchange implements Dispatcher.DispatchHandler {
+  #res: ServerResponse | null;
+  #relay: (status: number) => boolean;
+  #onCut: (error: Error) => void;
+  #resolve: ((answer: Answer) => void) | null;
+  #reject: ((error: Error) => void) | null;
+  #controller: Dispatcher.DispatchController | null = null;
+  #status = 0;
+  /** -1 until the answer's start; then 0 (dropping) or 1 (relaying). */
+  #mode = -1;
+  #dropped = 0;
+
+  constructor(
+    res: ServerResponse,
+    relay: (status: number) => boolean,
+    onCut: (error: Error) => void,
+    resolve: (answer: Answer) => void,
+    reject: (error: Error) => void,
+  ) {
+    this.#res = res;
+    this.#relay = relay;
+    this.#onCut = onCut;
+    this.#resolve = resolve;
+    this.#reject = reject;
+    res.once('close', this.#clientClosed);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    // Settled before undici got to it: the client is gone.
+    if (!this.#res) controller.abort(new Error('The answer is not wanted any more.'));
+    else this.#controller = controller;
+  }
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    status: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    const res = this.#res;
+    if (status < 200 || !res) return;
+    this.#status = status;
+    if (!this.#relay(status)) {
+      this.#mode = 0;
+      return;
+    }
+    this.#mode = 1;
+    res.statusCode = status;
+    for (const name of RETURNED_RESPONSE_HEADERS) {
+      const value = headers[name];
+      if (value !== undefined) res.setHeader(name, value);
+    }
+    res.setHeader('Cache-Control', 'no-store');
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const res = this.#res;
+    if (!res) return;
+    if (this.#mode === 1) {
+      if (!res.write(chunk)) {
+        controller.pause();
+        res.once('drain', this.#drained);
+      }
+      return;
+    }
+    this.#dropped += chunk.length;
+    // Too much to read for nothing: cut the connection instead.
+    if (this.#dropped > DROP_LIMIT) this.#settle({ status: this.#status, relayed: false }, true);
+  }
+
+  onResponseEnd(): void {
+    if (this.#mode === 1) this.#res?.end();
+    this.#settle({ status: this.#status, relayed: this.#mode === 1 }, false);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
+    const res = this.#res;
+    if (!res) return;
+    if (this.#mode === -1) {
+      this.#reject?.(new UpstreamError('The upstream call failed.', { cause: error }));
+      this.#release();
+    } else if (this.#mode === 1) {
+      res.destroy();
+      this.#onCut(error);
+      this.#settle({ status: this.#status, relayed: true }, false);
+    } else {
+      this.#settle({ status: this.#status, relayed: false }, false);
+    }
+  }
+
+  readonly #drained = (): void => {
+    this.#controller?.resume();
+  };
+
+  readonly #clientClosed = (): void => {
+    const res = this.#res;
+    if (!res || res.writableFinished) return;
+    this.#onCut(new Error('the client closed the connection before the answer ended'));
+    this.#settle({ status: this.#status, relayed: true }, true);
+  };
+
+  /** Resolve with `answer`; `abort`: the upstream request is cut (its connection closed). */
+  #settle(answer: Answer, abort: boolean): void {
+    const resolve = this.#resolve;
+    const controller = this.#controller;
+    this.#release();
+    if (abort && controller && !controller.aborted)
+      controller.abort(new Error('The answer is not wanted any more.'));
+    resolve?.(answer);
+  }
+
+  #release(): void {
+    this.#res?.off('close', this.#clientClosed);
+    this.#res?.off('drain', this.#drained);
+    this.#res = null;
+    this.#resolve = null;
+    this.#reject = null;
+    this.#controller = null;
+  }
+}
