@@ -305,6 +305,15 @@ function table(r: Results): string {
       '',
       eld ? mark(eld.p99 <= 5) : '',
     ]);
+    const host = r.s5.reference.eventLoopDelayMs;
+    rows.push([
+      'S5',
+      'bare proxy event-loop delay p99, ms, same soak (what the host alone does)',
+      host ? `${f(host.p99)} (max ${f(host.max)})` : 'n/a',
+      '',
+      '',
+      '',
+    ]);
   }
   const header = ['scenario', 'figure', 'median (min–max over rounds)', 'target', 'aim', 'verdict'];
   const lines = [header, header.map(() => '---'), ...rows].map((row) => `| ${row.join(' | ')} |`);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Agent, request } from 'undici';
 import { openLoop, percentile, wrk, type OpenLoopResult, type Target } from './loadgen.ts';
-import { cpuMs, rssBytes, type Proc } from './procs.ts';
+import { cpuMs, ELD_HOOK, rssBytes, type Proc } from './procs.ts';
 import {
   CLIENT_ID,
   CLIENT_SECRET,
@@ -484,8 +484,18 @@ export interface S5Result {
   rssEndMb: number;
   rssGrowthPct: number;
   rssSamplesMb: number[];
-  eventLoopDelayMs: { p50: number; p99: number; max: number } | null;
+  eventLoopDelayMs: EventLoopDelay | null;
   latency: OpenLoopResult;
+  /**
+   * The same soak on the bare proxy, with the same hook: what the host alone does to an event
+   * loop at this rate (a loaded or shared machine stalls every process now and then).
+   */
+  reference: { eventLoopDelayMs: EventLoopDelay | null; latency: OpenLoopResult };
+}
+export interface EventLoopDelay {
+  p50: number;
+  p99: number;
+  max: number;
 }
 
 export async function s5(
@@ -496,46 +506,21 @@ export async function s5(
 ): Promise<S5Result> {
   const broker = stack.brokers[0]!;
   const warmupSeconds = Math.max(10, Math.round(options.soakSeconds * 0.1));
-  const targets = viaBroker(sessions);
   const samples: { t: number; rss: number }[] = [];
-  const started = performance.now();
-  let warmedUp = false;
-  let lastSample = 0;
-  let lastReset = 0;
-  const latency = await openLoop({
-    origin: broker.url,
-    targets,
-    rate,
-    seconds: options.soakSeconds,
-    onTick: () => {
-      const t = (performance.now() - started) / 1000;
-      if (!warmedUp && t >= warmupSeconds) {
-        warmedUp = true;
-        broker.signal('SIGUSR2'); // eld-hook: reset the event-loop delay histogram
-      }
-      if (t - lastSample >= 5) {
-        lastSample = t;
-        samples.push({ t, rss: rssBytes(broker.pid) });
-      }
-      // The sandbox keeps a request log in memory: empty it now and then (it is not measured here).
-      if (t - lastReset >= 30) {
-        lastReset = t;
-        void stack.control('reset', {}).catch(() => {});
-      }
-    },
-  });
-  await new Promise((resolve) => setTimeout(resolve, 1500));
-  samples.push({ t: (performance.now() - started) / 1000, rss: rssBytes(broker.pid) });
+  const soaked = await soak(stack, broker, stack.eldFile, sessions, rate, options, (t) =>
+    samples.push({ t, rss: rssBytes(broker.pid) }),
+  );
+  samples.push({ t: soaked.seconds, rss: rssBytes(broker.pid) });
   const after = samples.filter((s) => s.t >= warmupSeconds);
   const base = after[0]?.rss ?? NaN;
   // The end figure: the median of the last three samples (one GC cycle does not decide it).
   const end = median(after.slice(-3).map((s) => s.rss));
-  let eld: S5Result['eventLoopDelayMs'];
-  try {
-    eld = JSON.parse(readFileSync(stack.eldFile, 'utf8')) as S5Result['eventLoopDelayMs'];
-  } catch {
-    eld = null;
-  }
+
+  const bareEld = join(stack.logDir, 'eld-bare.json');
+  await stack.startBare(sessions[0]!.accessToken, ['--import', ELD_HOOK], {
+    BENCH_ELD_FILE: bareEld,
+  });
+  const reference = await soak(stack, stack.bare!, bareEld, sessions, rate, options, () => {});
   const mb = (bytes: number) => bytes / 1024 / 1024;
   return {
     seconds: options.soakSeconds,
@@ -545,7 +530,58 @@ export async function s5(
     rssEndMb: mb(end),
     rssGrowthPct: ((end - base) / base) * 100,
     rssSamplesMb: samples.map((s) => Math.round(mb(s.rss) * 10) / 10),
-    eventLoopDelayMs: eld,
-    latency,
+    eventLoopDelayMs: soaked.eventLoopDelayMs,
+    latency: soaked.latency,
+    reference: { eventLoopDelayMs: reference.eventLoopDelayMs, latency: reference.latency },
   };
+}
+
+/**
+ * An open-loop soak of `proc` (which runs eld-hook.ts, writing to `eldFile`): the hook's histogram
+ * is reset at the end of the warm-up; `sample(t)` is called every 5 s.
+ */
+async function soak(
+  stack: BenchStack,
+  proc: Proc,
+  eldFile: string,
+  sessions: Session[],
+  rate: number,
+  options: Options,
+  sample: (t: number) => void,
+): Promise<{ seconds: number; eventLoopDelayMs: EventLoopDelay | null; latency: OpenLoopResult }> {
+  const warmupSeconds = Math.max(10, Math.round(options.soakSeconds * 0.1));
+  const started = performance.now();
+  let warmedUp = false;
+  let lastSample = 0;
+  let lastReset = 0;
+  const latency = await openLoop({
+    origin: proc.url,
+    targets: viaBroker(sessions),
+    rate,
+    seconds: options.soakSeconds,
+    onTick: () => {
+      const t = (performance.now() - started) / 1000;
+      if (!warmedUp && t >= warmupSeconds) {
+        warmedUp = true;
+        proc.signal('SIGUSR2'); // eld-hook: reset the event-loop delay histogram
+      }
+      if (t - lastSample >= 5) {
+        lastSample = t;
+        sample(t);
+      }
+      // The sandbox keeps a request log in memory: empty it now and then (it is not measured here).
+      if (t - lastReset >= 30) {
+        lastReset = t;
+        void stack.control('reset', {}).catch(() => {});
+      }
+    },
+  });
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  let eventLoopDelayMs: EventLoopDelay | null;
+  try {
+    eventLoopDelayMs = JSON.parse(readFileSync(eldFile, 'utf8')) as EventLoopDelay;
+  } catch {
+    eventLoopDelayMs = null;
+  }
+  return { seconds: (performance.now() - started) / 1000, eventLoopDelayMs, latency };
 }

@@ -222,13 +222,23 @@ export class BenchStack {
       throw new Error('could not expire the record');
   }
 
-  /** The bare proxy (baseline b), with `nodeArgs` before its entry point. */
-  async startBare(fixedToken: string, nodeArgs: string[] = []): Promise<void> {
+  /** The bare proxy (baseline b), with `nodeArgs` before its entry point; a running one is replaced. */
+  async startBare(
+    fixedToken: string,
+    nodeArgs: string[] = [],
+    env: Record<string, string> = {},
+  ): Promise<void> {
+    await this.bare?.stop();
     const port = await freePort();
     this.bare = await Proc.start({
       name: 'bare',
       args: [...nodeArgs, BARE_PROXY],
-      env: { PORT: String(port), UPSTREAM_API_URL: this.apiUrl, UPSTREAM_TOKEN: fixedToken },
+      env: {
+        PORT: String(port),
+        UPSTREAM_API_URL: this.apiUrl,
+        UPSTREAM_TOKEN: fixedToken,
+        ...env,
+      },
       port,
       logFile: join(this.logDir, 'bare.log'),
       readyPath: '/healthz',
