@@ -507,8 +507,15 @@ export async function s5(
   const broker = stack.brokers[0]!;
   const warmupSeconds = Math.max(10, Math.round(options.soakSeconds * 0.1));
   const samples: { t: number; rss: number }[] = [];
-  const soaked = await soak(stack, broker, stack.eldFile, sessions, rate, options, (t) =>
-    samples.push({ t, rss: rssBytes(broker.pid) }),
+  const soaked = await soak(
+    stack,
+    broker,
+    stack.eldFile,
+    sessions,
+    rate,
+    options,
+    warmupSeconds,
+    (t) => samples.push({ t, rss: rssBytes(broker.pid) }),
   );
   samples.push({ t: soaked.seconds, rss: rssBytes(broker.pid) });
   const after = samples.filter((s) => s.t >= warmupSeconds);
@@ -520,7 +527,16 @@ export async function s5(
   await stack.startBare(sessions[0]!.accessToken, ['--import', ELD_HOOK], {
     BENCH_ELD_FILE: bareEld,
   });
-  const reference = await soak(stack, stack.bare!, bareEld, sessions, rate, options, () => {});
+  const reference = await soak(
+    stack,
+    stack.bare!,
+    bareEld,
+    sessions,
+    rate,
+    options,
+    warmupSeconds,
+    () => {},
+  );
   const mb = (bytes: number) => bytes / 1024 / 1024;
   return {
     seconds: options.soakSeconds,
@@ -538,7 +554,7 @@ export async function s5(
 
 /**
  * An open-loop soak of `proc` (which runs eld-hook.ts, writing to `eldFile`): the hook's histogram
- * is reset at the end of the warm-up; `sample(t)` is called every 5 s.
+ * is reset after `warmupSeconds`; `sample(t)` is called every 5 s.
  */
 async function soak(
   stack: BenchStack,
@@ -547,9 +563,9 @@ async function soak(
   sessions: Session[],
   rate: number,
   options: Options,
+  warmupSeconds: number,
   sample: (t: number) => void,
 ): Promise<{ seconds: number; eventLoopDelayMs: EventLoopDelay | null; latency: OpenLoopResult }> {
-  const warmupSeconds = Math.max(10, Math.round(options.soakSeconds * 0.1));
   const started = performance.now();
   let warmedUp = false;
   let lastSample = 0;

@@ -67,7 +67,7 @@ export function exchange(
 /** One exchange's handler. Once settled it lets go of everything, as undici may keep it. */
 class Exchange implements Dispatcher.DispatchHandler {
   #res: ServerResponse | null;
-  #relay: (status: number) => boolean;
+  #relay: ((status: number) => boolean) | null;
   #onCut: (error: Error) => void;
   #resolve: ((answer: Answer) => void) | null;
   #reject: ((error: Error) => void) | null;
@@ -106,7 +106,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     const res = this.#res;
     if (status < 200 || !res) return;
     this.#status = status;
-    if (!this.#relay(status)) {
+    if (!this.#relay?.(status)) {
       this.#mode = 0;
       return;
     }
@@ -179,6 +179,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#res?.off('close', this.#clientClosed);
     this.#res?.off('drain', this.#drained);
     this.#res = null;
+    // The caller's rule may hold the connection's record, access token included.
+    this.#relay = null;
     this.#resolve = null;
     this.#reject = null;
     this.#controller = null;
