@@ -41,4 +41,17 @@ describe('KeyedBuckets', () => {
     expect(limiter.wait('c')).toBe(0);
     expect(limiter.size).toBe(0);
   });
+
+  it('forgets, a window later, the buckets of keys that never came back', () => {
+    const { limiter, advance } = buckets();
+    limiter.take('a');
+    limiter.take('b');
+    advance(50_000);
+    limiter.take('c');
+    expect(limiter.size).toBe(3);
+    advance(10_000);
+    expect(limiter.wait('d')).toBe(0);
+    expect(limiter.size).toBe(1);
+    expect([limiter.take('c'), limiter.take('c'), limiter.take('c')]).toEqual([0, 0, 10_000]);
+  });
 });

@@ -4,8 +4,11 @@ import proxyaddr from 'proxy-addr';
 /**
  * A token bucket per key, in process: `limit` takes per `windowMs`, refilled continuously. It costs
  * no Redis round trip, so it can sit on the hot path and in front of the session check; the price
- * is that each instance counts on its own (N instances allow N times the limit). The oldest keys
- * give way past `maxKeys`, so a flood of new keys cannot grow memory without bound.
+ * is that each instance counts on its own (N instances allow N times the limit). A bucket full
+ * again is as good as none and is forgotten: when its key comes back, or by a sweep at most once a
+ * window for keys that do not (the session gate works out a client's address only while some
+ * address has a bucket). The oldest keys give way past `maxKeys`, so a flood of new keys cannot
+ * grow memory without bound.
  */
 export class KeyedBuckets {
   readonly #buckets = new Map<string, { tokens: number; at: number }>();
@@ -13,12 +16,16 @@ export class KeyedBuckets {
   readonly #perMs: number;
   readonly #now: () => number;
   readonly #maxKeys: number;
+  readonly #windowMs: number;
+  #sweepAt: number;
 
   constructor(options: { limit: number; windowMs: number; now: () => number; maxKeys?: number }) {
     this.#limit = options.limit;
     this.#perMs = options.limit / options.windowMs;
     this.#now = options.now;
     this.#maxKeys = options.maxKeys ?? 100_000;
+    this.#windowMs = options.windowMs;
+    this.#sweepAt = options.now() + options.windowMs;
   }
 
   /** Keys with a bucket not yet known to be full again. */
@@ -56,16 +63,31 @@ export class KeyedBuckets {
 
   /** The bucket of `key` refilled up to now; a full one is forgotten (as good as a new one). */
   #refilled(key: string): { tokens: number; at: number } | undefined {
+    const now = this.#swept();
     const bucket = this.#buckets.get(key);
     if (bucket === undefined) return undefined;
-    const now = this.#now();
-    bucket.tokens = Math.min(this.#limit, bucket.tokens + (now - bucket.at) * this.#perMs);
+    bucket.tokens = this.#tokens(bucket, now);
     bucket.at = now;
     if (bucket.tokens >= this.#limit) {
       this.#buckets.delete(key);
       return undefined;
     }
     return bucket;
+  }
+
+  /** Now, once every bucket full again is forgotten if a window has passed since the last sweep. */
+  #swept(): number {
+    const now = this.#now();
+    if (now < this.#sweepAt) return now;
+    for (const [key, bucket] of this.#buckets) {
+      if (this.#tokens(bucket, now) >= this.#limit) this.#buckets.delete(key);
+    }
+    this.#sweepAt = now + this.#windowMs;
+    return now;
+  }
+
+  #tokens(bucket: { tokens: number; at: number }, now: number): number {
+    return Math.min(this.#limit, bucket.tokens + (now - bucket.at) * this.#perMs);
   }
 }
 
