@@ -1,0 +1,70 @@
+/**
+ * `node test/bench/threads.ts [--seconds 6] [--rounds 2]`: CPU per request of the broker and of the
+ * bare proxy under S1's load (wrk, 50 connections, 1,000 sessions), split by thread as Linux names
+ * them (/proc/<pid>/task/<tid>/stat): the JavaScript thread, V8's workers (parallel scavenges,
+ * concurrent marking), libuv's pool (file writes: the access log) and the rest. A CPU profile sees
+ * only the first.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { wrk } from './loadgen.ts';
+import { viaBroker, writeLines } from './scenarios.ts';
+import { BenchStack } from './stack.ts';
+import type { Proc } from './procs.ts';
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '6' },
+    rounds: { type: 'string', default: '2' },
+  },
+});
+
+/** utime + stime in ms of each thread of `pid`, by thread name. */
+function threads(pid: number): Map<string, number> {
+  const ticks = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+    const kind = tid === String(pid) ? 'main' : name;
+    ticks.set(kind, (ticks.get(kind) ?? 0) + ms);
+  }
+  return ticks;
+}
+
+const stack = await BenchStack.start(1, { eventLoopHook: false });
+try {
+  const sessions = await stack.createSessions(1000);
+  await stack.startBare(sessions[0]!.accessToken);
+  const lines = writeLines(stack.logDir, 'threads.txt', viaBroker(sessions));
+  const measure = async (proc: Proc): Promise<Map<string, number>> => {
+    const load = (seconds: number) =>
+      wrk({ origin: proc.url, linesFile: lines, connections: 50, threads: 2, seconds });
+    await load(3);
+    const before = threads(proc.pid);
+    const { requests } = await load(Number(values.seconds));
+    const after = threads(proc.pid);
+    const perCall = new Map<string, number>();
+    for (const [kind, ms] of after) {
+      perCall.set(kind, ((ms - (before.get(kind) ?? 0)) * 1000) / requests);
+    }
+    return perCall;
+  };
+  const rows: { name: string; perCall: Map<string, number> }[] = [];
+  for (let round = 1; round <= Number(values.rounds); round++) {
+    rows.push({ name: `broker (round ${round})`, perCall: await measure(stack.brokers[0]!) });
+    rows.push({ name: `bare proxy (round ${round})`, perCall: await measure(stack.bare!) });
+  }
+  const kinds = [...new Set(rows.flatMap((row) => [...row.perCall.keys()]))];
+  console.log(`| process | total | ${kinds.join(' | ')} |  (µs of CPU per request)`);
+  console.log(`|---|---|${kinds.map(() => '---').join('|')}|`);
+  for (const { name, perCall } of rows) {
+    const total = [...perCall.values()].reduce((a, b) => a + b, 0);
+    console.log(
+      `| ${name} | ${total.toFixed(0)} | ${kinds.map((k) => (perCall.get(k) ?? 0).toFixed(1)).join(' | ')} |`,
+    );
+  }
+} finally {
+  await stack.close();
+}
