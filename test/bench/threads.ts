@@ -3,7 +3,8 @@
  * bare proxy under S1's load (wrk, 50 connections, 1,000 sessions), split by thread as Linux names
  * them (/proc/<pid>/task/<tid>/stat): the JavaScript thread, V8's workers (parallel scavenges,
  * concurrent marking), libuv's pool (file writes: the access log) and the rest. A CPU profile sees
- * only the first.
+ * only the first. Also the write system calls per request (/proc/<pid>/io `syscw`): two for a
+ * proxied call (the upstream request, the answer), more when the process logs.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -33,6 +34,10 @@ function threads(pid: number): Map<string, number> {
   return ticks;
 }
 
+/** Write system calls made so far by `pid`, all threads. */
+const writes = (pid: number): number =>
+  Number(/^syscw: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))?.[1] ?? 0);
+
 const stack = await BenchStack.start(1, { eventLoopHook: false });
 try {
   const sessions = await stack.createSessions(1000);
@@ -43,9 +48,12 @@ try {
       wrk({ origin: proc.url, linesFile: lines, connections: 50, threads: 2, seconds });
     await load(3);
     const before = threads(proc.pid);
+    const writesBefore = writes(proc.pid);
     const { requests } = await load(Number(values.seconds));
     const after = threads(proc.pid);
-    const perCall = new Map<string, number>();
+    const perCall = new Map<string, number>([
+      ['writes', (writes(proc.pid) - writesBefore) / requests],
+    ]);
     for (const [kind, ms] of after) {
       perCall.set(kind, ((ms - (before.get(kind) ?? 0)) * 1000) / requests);
     }
@@ -56,13 +64,16 @@ try {
     rows.push({ name: `broker (round ${round})`, perCall: await measure(stack.brokers[0]!) });
     rows.push({ name: `bare proxy (round ${round})`, perCall: await measure(stack.bare!) });
   }
-  const kinds = [...new Set(rows.flatMap((row) => [...row.perCall.keys()]))];
-  console.log(`| process | total | ${kinds.join(' | ')} |  (µs of CPU per request)`);
-  console.log(`|---|---|${kinds.map(() => '---').join('|')}|`);
+  const kinds = [...new Set(rows.flatMap((row) => [...row.perCall.keys()]))].filter(
+    (kind) => kind !== 'writes',
+  );
+  console.log(`| process | writes/req | CPU µs/req | ${kinds.join(' | ')} |`);
+  console.log(`|---|---|---|${kinds.map(() => '---').join('|')}|`);
   for (const { name, perCall } of rows) {
-    const total = [...perCall.values()].reduce((a, b) => a + b, 0);
+    const total = kinds.reduce((sum, kind) => sum + (perCall.get(kind) ?? 0), 0);
+    const cells = kinds.map((kind) => (perCall.get(kind) ?? 0).toFixed(1));
     console.log(
-      `| ${name} | ${total.toFixed(0)} | ${kinds.map((k) => (perCall.get(k) ?? 0).toFixed(1)).join(' | ')} |`,
+      `| ${name} | ${(perCall.get('writes') ?? 0).toFixed(2)} | ${total.toFixed(0)} | ${cells.join(' | ')} |`,
     );
   }
 } finally {
