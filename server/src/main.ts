@@ -127,6 +127,8 @@ async function main(): Promise<void> {
     const { port: metricsPort } = metricsServer.address() as AddressInfo;
     log.info({ url: `http://${config.host}:${metricsPort}/metrics` }, 'metrics listening');
   }
+  // Start-up is done: its lines are out now rather than at the next flush.
+  log.flush();
 
   const shutdown = createShutdown({
     server,

@@ -21,11 +21,16 @@ export const REDACTED_PATHS = [
 ];
 
 /**
- * Lines go to `destination`, or to stdout without blocking: while one write is under way the next
- * lines gather and go out together, so a busy broker makes far fewer write calls (a synchronous
- * write per request cost about 5 % of its throughput) and an idle one still writes each line at
- * once. pino flushes what is left when the process exits.
+ * Lines go to `destination`, or to stdout without blocking and gathered (pino's asynchronous
+ * logging): written once 12 KB wait, else by a flush every quarter of a second. A busy broker then
+ * makes one write for some forty lines, where it made one for every three or four requests,
+ * each a job on libuv's pool (`test/bench/threads.ts` shows it). What waits is written when the
+ * process exits, and flushed where a line matters to whoever watches (start-up done, each
+ * shutdown step: `log.flush()`); a process killed outright loses what was still gathered, under
+ * half a second of lines.
  */
+const LOG_FLUSH_MS = 250;
+
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
   const options = {
     level,
@@ -35,6 +40,6 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
   return pino(
     options,
     (destination as pino.DestinationStream | undefined) ??
-      pino.destination({ dest: 1, sync: false, minLength: 0 }),
+      pino.destination({ dest: 1, sync: false, minLength: 12_288, periodicFlush: LOG_FLUSH_MS }),
   );
 }

@@ -42,9 +42,11 @@ export function createShutdown(deps: ShutdownDeps): (signal: string) => Promise<
   async function shutdown(signal: string): Promise<void> {
     deps.setReady(false);
     log.info({ signal, delayMs: deps.delayMs }, 'shutting down: not ready');
+    log.flush();
     if (deps.delayMs > 0) await sleep(deps.delayMs);
 
     log.info({ timeoutMs: deps.timeoutMs }, 'shutting down: draining requests and refreshes');
+    log.flush();
     draining = true;
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     for (const res of open) if (!res.headersSent) res.setHeader('Connection', 'close');

@@ -1,0 +1,52 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { afterEach, describe, expect, it } from 'vitest';
+
+const LOGGER = new URL('./logger.ts', import.meta.url).href;
+
+/** A Node process that logs through createLogger's own stdout destination, as the broker does. */
+function logging(script: string) {
+  const child = spawn(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `import { createLogger } from ${JSON.stringify(LOGGER)};
+       const log = createLogger('info');
+       ${script}`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const lines: string[] = [];
+  const input = createInterface({ input: child.stdout });
+  input.on('line', (line) => lines.push(line));
+  return { child, lines, input };
+}
+
+let stop: (() => void) | undefined;
+afterEach(() => stop?.());
+
+describe('the log on stdout', () => {
+  it('gathers lines, and every one is written by the time the process exits', async () => {
+    const { child, lines } = logging(
+      `for (let i = 0; i < 2000; i++) log.info({ i }, 'line');
+       process.exit(0);`,
+    );
+    await once(child, 'close');
+    expect(lines).toHaveLength(2000);
+    expect(lines.map((line) => (JSON.parse(line) as { i: number }).i)).toEqual(
+      Array.from({ length: 2000 }, (_, i) => i),
+    );
+  });
+
+  it('writes a lone line while the process goes on, without waiting for more', async () => {
+    const { child, input } = logging(
+      `log.info('alone');
+       setInterval(() => {}, 60_000);`,
+    );
+    stop = () => child.kill();
+    const [line] = (await once(input, 'line')) as [string];
+    expect(JSON.parse(line)).toMatchObject({ msg: 'alone', service: 'baton-broker' });
+  });
+});
