@@ -20,6 +20,7 @@ import {
 import { RedisServer } from '../support/redis.ts';
 import { CLIENT_SECRET } from '../support/stack.ts';
 import type { TestCertificate, TlsTerminator } from '../support/tls.ts';
+import { logWritten } from '../support/wait.ts';
 
 /**
  * The deployable folder, as an operator runs it: built by `deploy:folder` into a temp dir, started
@@ -76,6 +77,7 @@ describe('the deployable folder in production', () => {
         connectionsByKeyId: { k1: 1 },
       });
 
+      await logWritten(broker);
       const log = broker.lines.join('\n');
       expect(log).not.toContain('DEVELOPMENT SETUP');
       for (const secret of [CLIENT_SECRET, SESSION_SECRET, KEY.slice(3), session.session_token])

@@ -145,8 +145,8 @@ describe('OpenTelemetry tracing (OTEL_*)', () => {
     world.sandbox.sandbox.control.setConsent({ mode: 'approve', licenseId: LICENSE });
     const session = await connectVia(client, { start: 0, callback: 0, redeem: 0 });
     expect((await callApi(client, 0, session)).status).toBe(200);
-    expect(broker.lines.join('\n')).not.toContain('tracing on');
     expect(await broker.stop()).toBe(0);
+    expect(broker.lines.join('\n')).not.toContain('tracing on');
     expect(collector.bodies.length).toBe(sent);
     await client.close();
   });

@@ -14,6 +14,7 @@ import {
 import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';
 import { freePort } from '../support/ports.ts';
 import type { BrokerProcess } from '../support/process.ts';
+import { logWritten } from '../support/wait.ts';
 
 /**
  * The settings around the flow, in real browsers: the broker's own pages in the sign-in window in
@@ -70,6 +71,7 @@ async function expectRefusedAtOnce(popup: UiPage, redirectUrl: string, sentence:
   await popup.waitFor('[data-testid="status-message"]', sentence);
   expect(await popup.texts('[data-testid="status-detail"]')).toEqual([redirectUrl]);
   // The broker was asked, and nothing was started there.
+  await logWritten(refusing);
   const asked = refusing.lines.slice(before).join('\n');
   expect(asked).toContain('/auth/redirect-check');
   expect(asked).not.toContain('/auth/start');
@@ -165,6 +167,7 @@ describe('in firefox, with the organisation’s policy (a managed-storage manife
       await window.click('#authorize').catch(() => undefined);
       await popup.waitFor('[data-testid="connection-card"][data-status="connected"]');
       // The organisation's broker ran the flow; the build's never saw it.
+      await Promise.all([logWritten(other), logWritten(stack.broker)]);
       expect(other.lines.join('\n')).toContain('/auth/callback');
       expect(stack.broker.lines.join('\n')).not.toContain('/auth/callback');
     } finally {

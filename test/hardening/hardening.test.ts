@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keysWithoutTtl } from '../support/ledger.ts';
+import { logWritten } from '../support/wait.ts';
 import { describeCallback } from './callback.suite.ts';
 import { describeKeyRotation } from './faults-keys.suite.ts';
 import { describeLockFaults } from './faults-locks.suite.ts';
@@ -64,6 +65,8 @@ describe('at the end of the suite', () => {
   });
 
   it('no canary (client secret, code, token) is in any captured log line or Redis value', async () => {
+    // The cluster's brokers are still running: what they last logged must be out to be read.
+    await Promise.all(world.cluster.brokers.map(logWritten));
     const { found, secrets, logLines, values } = await ledger.canaries();
     expect(secrets).toBeGreaterThan(10);
     expect(logLines).toBeGreaterThan(1000);

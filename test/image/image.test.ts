@@ -16,7 +16,7 @@ import {
 import { RedisServer } from '../support/redis.ts';
 import { CLIENT_SECRET } from '../support/stack.ts';
 import type { TestCertificate, TlsTerminator } from '../support/tls.ts';
-import { until } from '../support/wait.ts';
+import { until, untilLogWritten } from '../support/wait.ts';
 import { docker, IMAGE, ROOT } from './docker.ts';
 
 /**
@@ -118,6 +118,9 @@ describe('the broker image', () => {
       expect((await container.exec('sh', '-c', 'test -w /app/dist/main.js')).code).not.toBe(0);
       expect((await container.exec('touch', '/app/dist/planted.js')).code).not.toBe(0);
       expect((await container.exec('touch', '/app/node_modules/planted.js')).code).not.toBe(0);
+      await untilLogWritten(container.url, async (marker) =>
+        (await container.logs()).includes(marker),
+      );
       const log = await container.logs();
       expect(log).toContain('broker listening');
       expect(log).not.toContain('DEVELOPMENT SETUP');
