@@ -185,17 +185,18 @@ describe('the broker image', () => {
     const client = new BalancedClient(container.url, certificate.cert);
     try {
       const session = await productionFlow(client, sandbox, tls.url);
+      // The flow above called users.me already: wait for one more, the slow one.
+      const calls = () =>
+        sandbox.sandbox.control.requests().filter((r) => r.path.endsWith('/users.me')).length;
+      const before = calls();
       sandbox.sandbox.control.addFault({ target: 'api', kind: 'latency', ms: 1500, count: 1 });
       const inFlight = client.toBroker(routes.proxy(session.connection.id, 'users.me'), {
         headers: { authorization: `Bearer ${session.session_token}` },
       });
-      await until(
-        () => sandbox.sandbox.control.requests().some((r) => r.path.endsWith('/users.me')),
-        {
-          deadlineMs: 10_000,
-          what: 'the slow call to reach the provider',
-        },
-      );
+      await until(() => calls() > before, {
+        deadlineMs: 10_000,
+        what: 'the slow call to reach the provider',
+      });
       const started = performance.now();
       await docker(['stop', '--time', '20', container.name], { timeoutMs: 30_000 });
       const stoppedInMs = performance.now() - started;
