@@ -11,13 +11,17 @@ export const ELD_HOOK = here('./eld-hook.ts');
 
 const TICK_MS = 10; // CLK_TCK = 100 on Linux
 
-/** utime + stime of a process, in ms, from /proc/<pid>/stat. */
-export function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+/** The name and utime + stime in ms in a /proc stat file (a process's, or one thread's). */
+export function statCpu(path: string): { name: string; ms: number } {
+  const stat = readFileSync(path, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // fields[0] is field 3 (state): utime is field 14, stime field 15.
-  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+  const ms = (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+  return { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms };
 }
+
+/** utime + stime of a process, in ms, from /proc/<pid>/stat. */
+export const cpuMs = (pid: number): number => statCpu(`/proc/${pid}/stat`).ms;
 
 /** Resident set size in bytes, from /proc/<pid>/status. */
 export function rssBytes(pid: number): number {

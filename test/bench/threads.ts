@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { wrk } from './loadgen.ts';
 import { viaBroker, writeLines } from './scenarios.ts';
 import { BenchStack } from './stack.ts';
-import type { Proc } from './procs.ts';
+import { statCpu, type Proc } from './procs.ts';
 
 const { values } = parseArgs({
   options: {
@@ -22,28 +22,31 @@ const { values } = parseArgs({
 
 /** utime + stime in ms of each thread of `pid`, by thread name. */
 function threads(pid: number): Map<string, number> {
-  const ticks = new Map<string, number>();
+  const ms = new Map<string, number>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-    const kind = tid === String(pid) ? 'main' : name;
-    ticks.set(kind, (ticks.get(kind) ?? 0) + ms);
+    const thread = statCpu(`/proc/${pid}/task/${tid}/stat`);
+    const kind = tid === String(pid) ? 'main' : thread.name;
+    ms.set(kind, (ms.get(kind) ?? 0) + thread.ms);
   }
-  return ticks;
+  return ms;
 }
 
 /** Write system calls made so far by `pid`, all threads. */
 const writes = (pid: number): number =>
   Number(/^syscw: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))?.[1] ?? 0);
 
+/** Per request: write system calls, and CPU µs by thread kind. */
+interface Measured {
+  writes: number;
+  perCall: Map<string, number>;
+}
+
 const stack = await BenchStack.start(1, { eventLoopHook: false });
 try {
   const sessions = await stack.createSessions(1000);
   await stack.startBare(sessions[0]!.accessToken);
   const lines = writeLines(stack.logDir, 'threads.txt', viaBroker(sessions));
-  const measure = async (proc: Proc): Promise<Map<string, number>> => {
+  const measure = async (proc: Proc): Promise<Measured> => {
     const load = (seconds: number) =>
       wrk({ origin: proc.url, linesFile: lines, connections: 50, threads: 2, seconds });
     await load(3);
@@ -51,30 +54,24 @@ try {
     const writesBefore = writes(proc.pid);
     const { requests } = await load(Number(values.seconds));
     const after = threads(proc.pid);
-    const perCall = new Map<string, number>([
-      ['writes', (writes(proc.pid) - writesBefore) / requests],
-    ]);
+    const perCall = new Map<string, number>();
     for (const [kind, ms] of after) {
       perCall.set(kind, ((ms - (before.get(kind) ?? 0)) * 1000) / requests);
     }
-    return perCall;
+    return { writes: (writes(proc.pid) - writesBefore) / requests, perCall };
   };
-  const rows: { name: string; perCall: Map<string, number> }[] = [];
+  const rows: ({ name: string } & Measured)[] = [];
   for (let round = 1; round <= Number(values.rounds); round++) {
-    rows.push({ name: `broker (round ${round})`, perCall: await measure(stack.brokers[0]!) });
-    rows.push({ name: `bare proxy (round ${round})`, perCall: await measure(stack.bare!) });
+    rows.push({ name: `broker (round ${round})`, ...(await measure(stack.brokers[0]!)) });
+    rows.push({ name: `bare proxy (round ${round})`, ...(await measure(stack.bare!)) });
   }
-  const kinds = [...new Set(rows.flatMap((row) => [...row.perCall.keys()]))].filter(
-    (kind) => kind !== 'writes',
-  );
+  const kinds = [...new Set(rows.flatMap((row) => [...row.perCall.keys()]))];
   console.log(`| process | writes/req | CPU µs/req | ${kinds.join(' | ')} |`);
   console.log(`|---|---|---|${kinds.map(() => '---').join('|')}|`);
-  for (const { name, perCall } of rows) {
+  for (const { name, writes, perCall } of rows) {
     const total = kinds.reduce((sum, kind) => sum + (perCall.get(kind) ?? 0), 0);
     const cells = kinds.map((kind) => (perCall.get(kind) ?? 0).toFixed(1));
-    console.log(
-      `| ${name} | ${(perCall.get('writes') ?? 0).toFixed(2)} | ${total.toFixed(0)} | ${cells.join(' | ')} |`,
-    );
+    console.log(`| ${name} | ${writes.toFixed(2)} | ${total.toFixed(0)} | ${cells.join(' | ')} |`);
   }
 } finally {
   await stack.close();
