@@ -314,6 +314,24 @@ function table(r: Results): string {
       '',
       '',
     ]);
+    const onCpu = (e: typeof eld) =>
+      e?.onCpuP99 === undefined ? 'n/a' : `${f(e.onCpuP99)} (max ${f(e.onCpuMax ?? NaN)})`;
+    rows.push([
+      'S5',
+      'of that delay, on a CPU (not queued for one), p99, ms: broker; bare proxy',
+      `${onCpu(eld)}; ${onCpu(host)}`,
+      '',
+      '',
+      '',
+    ]);
+    rows.push([
+      'S5',
+      "open-loop generator's own lag p99, ms (requests it fired late, together): broker's soak; bare proxy's",
+      `${f(r.s5.latency.lagP99Ms)}; ${f(r.s5.reference.latency.lagP99Ms)}`,
+      '',
+      '',
+      '',
+    ]);
   }
   const header = ['scenario', 'figure', 'median (min–max over rounds)', 'target', 'aim', 'verdict'];
   const lines = [header, header.map(() => '---'), ...rows].map((row) => `| ${row.join(' | ')} |`);

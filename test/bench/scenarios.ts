@@ -496,6 +496,9 @@ export interface EventLoopDelay {
   p50: number;
   p99: number;
   max: number;
+  /** Of the lateness, what the loop can have spent on a CPU (eld-hook.ts): its own stalls, bounded. */
+  onCpuP99?: number;
+  onCpuMax?: number;
 }
 
 export async function s5(
