@@ -24,8 +24,14 @@ if (file) {
   histogram.enable();
 
   const schedstat = `/proc/${process.pid}/task/${process.pid}/schedstat`;
-  /** Nanoseconds the main thread has spent on a CPU. */
-  const onCpuNs = (): number => Number(readFileSync(schedstat, 'latin1').split(' ')[0]);
+  /** Nanoseconds the main thread has spent on a CPU; NaN where the kernel keeps no schedstat. */
+  const onCpuNs = (): number => {
+    try {
+      return Number(readFileSync(schedstat, 'latin1').split(' ')[0]);
+    } catch {
+      return NaN;
+    }
+  };
   const onCpu = createHistogram(); // microseconds; a histogram records integers of at least 1
   let lastAt = performance.now();
   let lastCpu = onCpuNs();
@@ -39,7 +45,7 @@ if (file) {
     lastCpu = cpu;
     setTimeout(tick, resolutionMs).unref();
   };
-  setTimeout(tick, resolutionMs).unref();
+  if (!Number.isNaN(lastCpu)) setTimeout(tick, resolutionMs).unref();
 
   process.on('SIGUSR2', () => {
     histogram.reset();
@@ -55,8 +61,7 @@ if (file) {
         p99: ms(histogram.percentile(99)),
         max: ms(histogram.max),
         count: histogram.count,
-        onCpuP99: us(onCpu.percentile(99)),
-        onCpuMax: us(onCpu.max),
+        ...(onCpu.count > 0 && { onCpuP99: us(onCpu.percentile(99)), onCpuMax: us(onCpu.max) }),
       }),
     );
   }, 1000).unref();
