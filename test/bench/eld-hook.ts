@@ -8,11 +8,12 @@
  * timer; the resolution is subtracted, so 0 means the loop was never late.
  *
  * `onCpuP99`, `onCpuMax`: how much of that lateness the loop can have spent running rather than
- * waiting for a core. A second 10 ms timer reads the main thread's scheduler accounting
- * (`/proc/<pid>/task/<pid>/schedstat`: time on a CPU, time runnable but queued) at every tick, and
- * records min(late, on-CPU time since the last tick): an upper bound of the delay the process's own
- * work (JavaScript, collections) caused, whatever other processes on a busy host did to it. Time
- * the hypervisor takes from the guest still counts as on-CPU, so the bound stays an upper one.
+ * waiting for a core. A second 10 ms timer, started by the first SIGUSR2, reads the main thread's
+ * scheduler accounting (`/proc/<pid>/task/<pid>/schedstat`: time on a CPU, time runnable but queued)
+ * at every tick, and records min(late, on-CPU time since the last tick): an upper bound of the
+ * delay the process's own work (JavaScript, collections) caused, whatever other processes on a busy
+ * host did to it. Time the hypervisor takes from the guest still counts as on-CPU, so the bound
+ * stays an upper one.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -33,8 +34,8 @@ if (file) {
     }
   };
   const onCpu = createHistogram(); // microseconds; a histogram records integers of at least 1
-  let lastAt = performance.now();
-  let lastCpu = onCpuNs();
+  let lastAt = NaN;
+  let lastCpu = NaN;
   const tick = (): void => {
     const at = performance.now();
     const cpu = onCpuNs();
@@ -45,11 +46,15 @@ if (file) {
     lastCpu = cpu;
     setTimeout(tick, resolutionMs).unref();
   };
-  if (!Number.isNaN(lastCpu)) setTimeout(tick, resolutionMs).unref();
 
+  // The split starts at the first reset: S1 sends none, so its CPU figures carry no /proc reads.
   process.on('SIGUSR2', () => {
     histogram.reset();
     onCpu.reset();
+    if (!Number.isNaN(lastAt)) return;
+    lastAt = performance.now();
+    lastCpu = onCpuNs();
+    if (!Number.isNaN(lastCpu)) setTimeout(tick, resolutionMs).unref();
   });
   setInterval(() => {
     const ms = (ns: number) => Math.max(0, ns / 1e6 - resolutionMs);
