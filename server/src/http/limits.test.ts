@@ -42,6 +42,15 @@ describe('KeyedBuckets', () => {
     expect(limiter.size).toBe(0);
   });
 
+  it('takes from a bucket full again without making a new one', () => {
+    const { limiter, advance } = buckets();
+    limiter.take('a');
+    advance(60_000);
+    expect([limiter.take('a'), limiter.take('a'), limiter.take('a')]).toEqual([0, 0, 0]);
+    expect(limiter.take('a')).toBe(20_000);
+    expect(limiter.size).toBe(1);
+  });
+
   it('forgets, a window later, the buckets of keys that never came back', () => {
     const { limiter, advance } = buckets();
     limiter.take('a');

@@ -5,10 +5,10 @@ import proxyaddr from 'proxy-addr';
  * A token bucket per key, in process: `limit` takes per `windowMs`, refilled continuously. It costs
  * no Redis round trip, so it can sit on the hot path and in front of the session check; the price
  * is that each instance counts on its own (N instances allow N times the limit). A bucket full
- * again is as good as none and is forgotten: when its key comes back, or by a sweep at most once a
- * window for keys that do not (the session gate works out a client's address only while some
- * address has a bucket). The oldest keys give way past `maxKeys`, so a flood of new keys cannot
- * grow memory without bound.
+ * again is as good as none and is forgotten: when `wait` finds it so, or by a sweep at most once a
+ * window for keys that do not come back (the session gate works out a client's address only while
+ * some address has a bucket). The oldest keys give way past `maxKeys`, so a flood of new keys
+ * cannot grow memory without bound.
  */
 export class KeyedBuckets {
   readonly #buckets = new Map<string, { tokens: number; at: number }>();
@@ -41,9 +41,16 @@ export class KeyedBuckets {
       : Math.ceil((1 - bucket.tokens) / this.#perMs);
   }
 
-  /** Takes one for `key`: 0 when it could, else milliseconds until it can (nothing taken). */
+  /**
+   * Takes one for `key`: 0 when it could, else milliseconds until it can (nothing taken). A bucket
+   * full again is taken from, not forgotten and made anew: a session's calls come here every time,
+   * and that would be a delete and an insert per call; the sweep forgets it once its key is idle.
+   */
   take(key: string): number {
-    const bucket = this.#refilled(key) ?? this.#add(key);
+    const now = this.#swept();
+    const bucket = this.#buckets.get(key) ?? this.#add(key, now);
+    bucket.tokens = this.#tokens(bucket, now);
+    bucket.at = now;
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
       return 0;
@@ -51,12 +58,14 @@ export class KeyedBuckets {
     return Math.ceil((1 - bucket.tokens) / this.#perMs);
   }
 
-  #add(key: string): { tokens: number; at: number } {
-    const bucket = { tokens: this.#limit, at: this.#now() };
+  #add(key: string, now: number): { tokens: number; at: number } {
+    const bucket = { tokens: this.#limit, at: now };
     this.#buckets.set(key, bucket);
-    for (const oldest of this.#buckets.keys()) {
-      if (this.#buckets.size <= this.#maxKeys) break;
-      this.#buckets.delete(oldest);
+    if (this.#buckets.size > this.#maxKeys) {
+      for (const oldest of this.#buckets.keys()) {
+        if (this.#buckets.size <= this.#maxKeys) break;
+        this.#buckets.delete(oldest);
+      }
     }
     return bucket;
   }
