@@ -40,6 +40,13 @@ describe('the log on stdout', () => {
     );
   });
 
+  it('writes every line when the process ends of itself, with nothing left to do', async () => {
+    const { child, lines } = logging(`for (let i = 0; i < 2000; i++) log.info({ i }, 'line');`);
+    await once(child, 'close');
+    expect(lines).toHaveLength(2000);
+    expect(JSON.parse(lines[1999]!)).toMatchObject({ i: 1999 });
+  });
+
   it('writes a lone line while the process goes on, without waiting for more', async () => {
     const { child, input } = logging(
       `log.info('alone');
