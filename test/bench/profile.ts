@@ -1,19 +1,29 @@
 /**
  * `node test/bench/profile.ts [--seconds 15]`: the S1 load (wrk, 50 connections, 1,000 sessions)
- * on one broker started with `node --cpu-prof`, then the profile summarised by self time per
- * function and per package. `--main <file>`: another broker entry point (a worktree's, say). The .cpuprofile is kept under bench-results/ for Chrome DevTools.
+ * on one broker started with `node --cpu-prof`, then on the bare proxy (baseline b) the same way,
+ * and the two profiles side by side: each package's and function's self time as µs per call, and
+ * what the broker spends over the bare proxy. `--only broker`: the broker alone. `--main <file>`:
+ * another broker entry point (a worktree's, say). `--rate R`: both at a fixed R req/s (S1's
+ * open-loop generator) instead of as fast as they go, so that neither batches more work per wake-up
+ * than the other. The .cpuprofile files are kept under bench-results/ for Chrome DevTools.
  */
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { wrk } from './loadgen.ts';
+import { openLoop, wrk } from './loadgen.ts';
 import { viaBroker, writeLines } from './scenarios.ts';
 import { placeOf, type CallFrame } from './frames.ts';
+import { cpuMs, type Proc } from './procs.ts';
 import { BenchStack } from './stack.ts';
 
 const { values } = parseArgs({
-  options: { seconds: { type: 'string', default: '15' }, main: { type: 'string' } },
+  options: {
+    seconds: { type: 'string', default: '15' },
+    main: { type: 'string' },
+    only: { type: 'string' },
+    rate: { type: 'string' },
+  },
 });
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const dir = join(
@@ -21,26 +31,56 @@ const dir = join(
   'bench-results',
   `profile-${new Date().toISOString().replace(/[:.]/g, '-')}`,
 );
-mkdirSync(dir, { recursive: true });
+const dirOf = (name: string): string => join(dir, name);
+mkdirSync(dirOf('broker'), { recursive: true });
+mkdirSync(dirOf('bare'), { recursive: true });
+const profArgs = (name: string): string[] => ['--cpu-prof', `--cpu-prof-dir=${dirOf(name)}`];
+
+/** Per call: each package's and function's self time, the main thread's busy time, all threads' CPU. */
+interface Costs {
+  rps: number;
+  busyUs: number;
+  cpuUs: number;
+  pkg: Map<string, number>;
+  fn: Map<string, number>;
+}
+
+/** V8 stamps a profile's samples in µs of the clock `process.hrtime` reads. */
+const now = (): number => Number(process.hrtime.bigint() / 1000n);
 
 const stack = await BenchStack.start(1, {
-  brokerNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
+  brokerNodeArgs: profArgs('broker'),
   ...(values.main === undefined ? {} : { mains: [values.main] }),
 });
+const costs: Record<string, Costs> = {};
 try {
   const sessions = await stack.createSessions(1000);
-  const file = writeLines(stack.logDir, 'broker.txt', viaBroker(sessions));
-  const origin = stack.brokers[0]!.url;
-  await wrk({ origin, linesFile: file, connections: 50, threads: 2, seconds: 3 });
-  const result = await wrk({
-    origin,
-    linesFile: file,
-    connections: 50,
-    threads: 2,
-    seconds: Number(values.seconds),
-  });
-  console.log(`broker under profile: ${result.rps.toFixed(0)} req/s, ${result.errors} errors`);
-  await stack.brokers[0]!.stop('SIGTERM');
+  const targets = viaBroker(sessions);
+  const file = writeLines(stack.logDir, 'broker.txt', targets);
+  const drive = async (origin: string, seconds: number) =>
+    values.rate === undefined
+      ? wrk({ origin, linesFile: file, connections: 50, threads: 2, seconds })
+      : openLoop({ origin, targets, rate: Number(values.rate), seconds }).then((r) => ({
+          requests: r.completed,
+          rps: r.completed / seconds,
+          errors: r.errors,
+        }));
+  const load = async (name: string, proc: Proc): Promise<void> => {
+    await drive(proc.url, 3);
+    const cpuBefore = cpuMs(proc.pid);
+    const from = now();
+    const result = await drive(proc.url, Number(values.seconds));
+    const window = { from, to: now(), calls: result.requests };
+    const cpuUs = ((cpuMs(proc.pid) - cpuBefore) * 1000) / result.requests;
+    await proc.stop('SIGTERM');
+    costs[name] = { ...summarise(name, window), rps: result.rps, cpuUs };
+    console.log(`${name} under profile: ${result.rps.toFixed(0)} req/s, ${result.errors} errors`);
+  };
+  await load('broker', stack.brokers[0]!);
+  if (values.only !== 'broker') {
+    await stack.startBare(sessions[0]!.accessToken, profArgs('bare'));
+    await load('bare', stack.bare!);
+  }
 } finally {
   await stack.close();
 }
@@ -48,33 +88,67 @@ try {
 interface Node {
   id: number;
   callFrame: CallFrame;
-  children?: number[];
 }
-const name = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
-if (!name) throw new Error(`no profile written in ${dir}`);
-const profile = JSON.parse(readFileSync(join(dir, name), 'utf8')) as {
-  nodes: Node[];
-  samples: number[];
-  timeDeltas: number[];
-};
-const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-const self = new Map<number, number>();
-profile.samples.forEach((id, i) =>
-  self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)),
-);
-const total = [...self.values()].reduce((a, b) => a + b, 0);
-const fn = new Map<string, number>();
-const pkg = new Map<string, number>();
-for (const [id, us] of self) {
-  const { fn: key, pkg: p } = placeOf(byId.get(id)!.callFrame, root);
-  fn.set(key, (fn.get(key) ?? 0) + us);
-  pkg.set(p, (pkg.get(p) ?? 0) + us);
+
+/**
+ * The profile written in `name`'s folder, as self time per call: the samples taken while the
+ * measured load ran (`from`-`to`, so neither start-up nor the warm-up), over its `calls`.
+ */
+function summarise(
+  name: string,
+  { from, to, calls }: { from: number; to: number; calls: number },
+): Omit<Costs, 'rps' | 'cpuUs'> {
+  const file = readdirSync(dirOf(name)).find((f) => f.endsWith('.cpuprofile'));
+  if (!file) throw new Error(`no profile written in ${dirOf(name)}`);
+  const profile = JSON.parse(readFileSync(join(dirOf(name), file), 'utf8')) as {
+    nodes: Node[];
+    samples: number[];
+    timeDeltas: number[];
+    startTime: number;
+  };
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const fn = new Map<string, number>();
+  const pkg = new Map<string, number>();
+  let busyUs = 0;
+  let at = profile.startTime;
+  profile.samples.forEach((id, i) => {
+    const delta = profile.timeDeltas[i] ?? 0;
+    at += delta;
+    const place = placeOf(byId.get(id)!.callFrame, root);
+    if (at < from || at > to || place.pkg === '((idle))') return;
+    const us = delta / calls;
+    busyUs += us;
+    fn.set(place.fn, (fn.get(place.fn) ?? 0) + us);
+    pkg.set(place.pkg, (pkg.get(place.pkg) ?? 0) + us);
+  });
+  return { busyUs, pkg, fn };
 }
-const top = (map: Map<string, number>, n: number) =>
-  [...map]
-    .sort((a, b) => b[1] - a[1])
+
+const us = (n: number | undefined): string => (n ?? 0).toFixed(1).padStart(6);
+const broker = costs.broker!;
+const bare = costs.bare;
+/** The `n` largest of `pick`, by the broker's cost over the bare proxy's (or the broker's own). */
+function table(title: string, pick: (c: Costs) => Map<string, number>, n: number): string {
+  const keys = new Set([...pick(broker).keys(), ...(bare ? pick(bare).keys() : [])]);
+  const rows = [...keys]
+    .map((key) => {
+      const b = pick(broker).get(key) ?? 0;
+      const base = bare ? (pick(bare).get(key) ?? 0) : 0;
+      return { key, b, base, over: b - base };
+    })
+    .sort((x, y) => Math.abs(y.over) - Math.abs(x.over))
     .slice(0, n)
-    .map(([k, us]) => `${((us / total) * 100).toFixed(1).padStart(5)}%  ${k}`)
-    .join('\n');
-console.log(`\nself time by package (${dir}/${name}):\n${top(pkg, 20)}`);
-console.log(`\nself time by function:\n${top(fn, 30)}`);
+    .map((r) =>
+      bare
+        ? `${us(r.b)} ${us(r.base)} ${us(r.over)}  ${r.key}`
+        : `${us(r.b)}  ${r.key} (${((r.b / broker.busyUs) * 100).toFixed(1)}%)`,
+    );
+  const head = bare ? 'broker   bare   over  (µs per call)' : 'broker  (µs per call)';
+  return `\n${title} (${dir}):\n${head}\n${rows.join('\n')}`;
+}
+console.log(
+  `\nper call: main thread busy ${us(broker.busyUs)} µs broker${bare ? `, ${us(bare.busyUs)} µs bare proxy` : ''}; ` +
+    `all threads ${us(broker.cpuUs)} µs broker${bare ? `, ${us(bare.cpuUs)} µs bare proxy` : ''}`,
+);
+console.log(table('self time by package', (c) => c.pkg, 20));
+console.log(table('self time by function', (c) => c.fn, 40));
