@@ -22,15 +22,16 @@ export const REDACTED_PATHS = [
 
 /**
  * Lines go to `destination`, or to stdout without blocking and gathered: handed to pino's
- * asynchronous destination once 12 KB wait, else by a flush every quarter of a second. A busy
- * broker then makes one write for some forty lines, where it made one for every three or four
- * requests, each a job on libuv's pool (`test/bench/threads.ts` shows it). What waits is written
- * when the process exits, and flushed where a line matters to whoever watches (start-up done, each
- * shutdown step: `log.flush()`); a process killed outright loses what was still gathered, under
- * half a second of lines.
+ * asynchronous destination once 64 KB wait, else by a flush every quarter of a second. Each write
+ * is a job on libuv's pool, and handing one over costs the main thread about the same whatever its
+ * size (waking a pool thread: 60-80 µs on these VMs, `test/bench/profile.ts --rate`), so a busy
+ * broker makes one write for some 250 lines, where it made one for every three or four requests
+ * (`test/bench/threads.ts` counts them). What waits is written when the process exits, and flushed
+ * where a line matters to whoever watches (start-up done, each shutdown step: `log.flush()`); a
+ * process killed outright loses what was still gathered, under half a second of lines.
  */
 const LOG_FLUSH_MS = 250;
-const GATHER_CHARS = 12_288;
+const GATHER_CHARS = 65_536;
 
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
   const options = {
@@ -44,7 +45,8 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
 /**
  * Lines kept in an array and handed to the destination joined. sonic-boom's own `minLength` would
  * gather them too, but it measures its whole gathered string again for every line it adds
- * (`Buffer.byteLength`), which flattens and copies it: 30 % of a line's cost at 12 KB.
+ * (`Buffer.byteLength`), which flattens and copies it: 30 % of a line's cost at 12 KB, and
+ * 6.4 KB of the 34.7 a proxied call allocated (`test/bench/alloc.ts`).
  */
 function gathered(): pino.DestinationStream & { flush(cb?: (error?: Error) => void): void } {
   let lines: string[] = [];
