@@ -127,8 +127,16 @@ function summarise(
 const us = (n: number | undefined): string => (n ?? 0).toFixed(1).padStart(6);
 const broker = costs.broker!;
 const bare = costs.bare;
-/** The `n` largest of `pick`, by the broker's cost over the bare proxy's (or the broker's own). */
-function table(title: string, pick: (c: Costs) => Map<string, number>, n: number): string {
+/**
+ * The `n` largest of `pick`: by the broker's own cost (`by: 'cost'`), or by how far it is from the
+ * bare proxy's (`by: 'over'`, the broker's own without a bare proxy).
+ */
+function table(
+  title: string,
+  pick: (c: Costs) => Map<string, number>,
+  n: number,
+  by: 'cost' | 'over',
+): string {
   const keys = new Set([...pick(broker).keys(), ...(bare ? pick(bare).keys() : [])]);
   const rows = [...keys]
     .map((key) => {
@@ -136,7 +144,7 @@ function table(title: string, pick: (c: Costs) => Map<string, number>, n: number
       const base = bare ? (pick(bare).get(key) ?? 0) : 0;
       return { key, b, base, over: b - base };
     })
-    .sort((x, y) => Math.abs(y.over) - Math.abs(x.over))
+    .sort((x, y) => (by === 'cost' ? y.b - x.b : Math.abs(y.over) - Math.abs(x.over)))
     .slice(0, n)
     .map((r) =>
       bare
@@ -150,5 +158,7 @@ console.log(
   `\nper call: main thread busy ${us(broker.busyUs)} µs broker${bare ? `, ${us(bare.busyUs)} µs bare proxy` : ''}; ` +
     `all threads ${us(broker.cpuUs)} µs broker${bare ? `, ${us(bare.cpuUs)} µs bare proxy` : ''}`,
 );
-console.log(table('self time by package', (c) => c.pkg, 20));
-console.log(table('self time by function', (c) => c.fn, 40));
+console.log(table('self time by package, largest first', (c) => c.pkg, 20, 'cost'));
+console.log(
+  table('self time by function, furthest from the bare proxy first', (c) => c.fn, 40, 'over'),
+);
