@@ -42,7 +42,7 @@ describe('KeyedBuckets', () => {
     expect(limiter.size).toBe(0);
   });
 
-  it('takes from a bucket full again without making a new one', () => {
+  it('gives a bucket full again its whole limit once more', () => {
     const { limiter, advance } = buckets();
     limiter.take('a');
     advance(60_000);
