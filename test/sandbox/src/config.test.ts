@@ -22,6 +22,7 @@ describe('loadConfig (the start script environment)', () => {
       SANDBOX_CLIENT_SECRET: 'sbx_secret_ci',
       SANDBOX_REDIRECT_URIS: 'http://127.0.0.1:1/cb, https://broker.example/auth/callback',
       SANDBOX_PUBLIC_URL: 'http://sandbox.internal:8788',
+      SANDBOX_REQUEST_LOG_LIMIT: '5000',
     });
     expect(config).toMatchObject({
       port: 0,
@@ -33,13 +34,21 @@ describe('loadConfig (the start script environment)', () => {
         redirect_uris: ['http://127.0.0.1:1/cb', 'https://broker.example/auth/callback'],
       },
       publicUrl: 'http://sandbox.internal:8788',
+      requestLogLimit: 5000,
       developmentDefaults: [],
     });
   });
 
   it('names every invalid variable at once', () => {
     expect(() =>
-      loadConfig({ SANDBOX_PORT: 'http', SANDBOX_CONTROL: 'yes', SANDBOX_REDIRECT_URIS: 'nope' }),
-    ).toThrow(/SANDBOX_PORT[\s\S]*SANDBOX_CONTROL[\s\S]*SANDBOX_REDIRECT_URIS/);
+      loadConfig({
+        SANDBOX_PORT: 'http',
+        SANDBOX_CONTROL: 'yes',
+        SANDBOX_REDIRECT_URIS: 'nope',
+        SANDBOX_REQUEST_LOG_LIMIT: '0',
+      }),
+    ).toThrow(
+      /SANDBOX_PORT[\s\S]*SANDBOX_CONTROL[\s\S]*SANDBOX_REDIRECT_URIS[\s\S]*SANDBOX_REQUEST_LOG_LIMIT/,
+    );
   });
 });

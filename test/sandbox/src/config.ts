@@ -7,6 +7,8 @@ export interface SandboxConfig {
   control: boolean;
   client: SandboxClient;
   publicUrl?: string;
+  /** SANDBOX_REQUEST_LOG_LIMIT: the request log keeps the latest this many (default all). */
+  requestLogLimit?: number;
   /** Client fields that fell back to the development client, for a loud warning. */
   developmentDefaults: string[];
 }
@@ -56,6 +58,10 @@ export function loadConfig(env: Record<string, string | undefined>): SandboxConf
   if (publicUrl !== undefined && !/^https?:\/\//.test(publicUrl))
     problems.push('SANDBOX_PUBLIC_URL must be an http(s) URL');
 
+  const rawLimit = value('SANDBOX_REQUEST_LOG_LIMIT');
+  if (rawLimit !== undefined && !/^[1-9]\d{0,8}$/.test(rawLimit))
+    problems.push('SANDBOX_REQUEST_LOG_LIMIT must be a positive integer');
+
   if (problems.length > 0)
     throw new SandboxConfigError(
       `Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
@@ -66,6 +72,7 @@ export function loadConfig(env: Record<string, string | undefined>): SandboxConf
     control: rawControl === '1',
     client,
     ...(publicUrl === undefined ? {} : { publicUrl }),
+    ...(rawLimit === undefined ? {} : { requestLogLimit: Number(rawLimit) }),
     developmentDefaults,
   };
 }

@@ -169,6 +169,21 @@ describe('/_control/', () => {
     ]);
   });
 
+  it('keeps only the latest entries of the request log when given a limit', async () => {
+    await using running = await start({ control: true, requestLogLimit: 2 });
+    const { apiUrl, access_token } = await connect(running, BAKKERIJ);
+    for (let n = 0; n < 5; n++) await usersMe(apiUrl, access_token);
+    await get(`${apiUrl}/users.me?last=1`, {
+      headers: { authorization: `Bearer ${access_token}` },
+    });
+    const paths = running.sandbox.control.requests().map((entry) => entry.path);
+    expect(paths).toEqual([
+      `/licenses/${BAKKERIJ.id}/users.me`,
+      `/licenses/${BAKKERIJ.id}/users.me?last=1`,
+    ]);
+    expect(running.sandbox.control.counters().api_calls).toBe(6);
+  });
+
   it('GET /_control/secrets lists every code, token and client secret it issued or knows', async () => {
     await using running = await start({ control: true });
     const first = await connect(running, BAKKERIJ);

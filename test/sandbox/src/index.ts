@@ -49,6 +49,12 @@ export interface SandboxOptions {
   /** Whether presenting a used refresh token revokes its whole grant. Default false. */
   revokeOnRefreshReuse?: boolean;
   /**
+   * The request log (control API) keeps only the latest this many entries. Default: every one
+   * since the last reset. A load of minutes (the benchmarks) would otherwise keep every request
+   * it made, and the sandbox's collections of that heap would stall whatever is measured.
+   */
+  requestLogLimit?: number;
+  /**
    * The sandbox's own base URL, from which api_url is built (`${publicUrl}/licenses/<licenseId>`).
    * A function is read each time. Default: DEFAULT_PUBLIC_URL; startSandbox: its listening address.
    */
@@ -80,6 +86,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     now: options.now ?? Date.now,
     clients: options.clients ?? [DEV_CLIENT],
     revokeOnRefreshReuse: options.revokeOnRefreshReuse ?? false,
+    ...(options.requestLogLimit === undefined ? {} : { requestLogLimit: options.requestLogLimit }),
   });
   const control = createControl(state);
   const { publicUrl = DEFAULT_PUBLIC_URL } = options;

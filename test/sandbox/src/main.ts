@@ -18,6 +18,7 @@ const running = await startSandbox({
   control: config.control,
   clients: [config.client],
   ...(config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl }),
+  ...(config.requestLogLimit === undefined ? {} : { requestLogLimit: config.requestLogLimit }),
 });
 
 console.log(`Provider sandbox listening on ${running.url}`);

@@ -163,6 +163,8 @@ export interface StateOptions {
   now: () => number;
   clients: readonly SandboxClient[];
   revokeOnRefreshReuse: boolean;
+  /** The request log keeps the latest this many entries (default: every one since the reset). */
+  requestLogLimit?: number;
 }
 
 /** Everything the sandbox remembers, in memory, and the rules of the specification over it. */
@@ -180,6 +182,7 @@ export function createState(options: StateOptions) {
   let consent: ScriptedConsent = { mode: 'interactive' };
   let counters = zeroCounters();
   let requests: RequestLogEntry[] = [];
+  const limit = options.requestLogLimit;
   const faults = createFaults();
 
   const issue = (prefix: string): string => {
@@ -388,9 +391,11 @@ export function createState(options: StateOptions) {
     },
 
     counters: (): Counters => counters,
-    requests: (): RequestLogEntry[] => requests,
+    requests: (): RequestLogEntry[] => (limit === undefined ? requests : requests.slice(-limit)),
     logRequest(entry: RequestLogEntry): RequestLogEntry {
       requests.push(entry);
+      // Trimmed in halves, so that each entry is moved at most once.
+      if (limit !== undefined && requests.length >= 2 * limit) requests = requests.slice(-limit);
       return entry;
     },
     secrets: (): string[] => [...secrets],
