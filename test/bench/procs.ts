@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { openSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../support/ports.ts';
@@ -44,6 +44,29 @@ async function waitHttp(url: string, deadlineMs = 20_000): Promise<void> {
   }
 }
 
+/**
+ * The CPUs of the process under test (a broker or the bare proxy) when the bench pins processes
+ * (`run.ts --pin`): it then starts under `taskset`, so that every thread it makes stays there.
+ */
+let measuredCpus: string | undefined;
+
+/**
+ * Keeps this process and every child it starts after this call (load generators, Redis, the
+ * upstream) on the first half of the CPUs, and each process under test on the second half, as a
+ * machine with cores of its own for the load would. Answers the two CPU lists.
+ */
+export function pinProcesses(cores: number): { load: string; measured: string } {
+  if (cores < 2) throw new Error('pinning needs at least two CPUs');
+  const half = Math.floor(cores / 2);
+  const list = (from: number, to: number) => (from === to ? `${from}` : `${from}-${to}`);
+  const load = list(0, half - 1);
+  measuredCpus = list(half, cores - 1);
+  execFileSync('taskset', ['--all-tasks', '--pid', '--cpu-list', load, String(process.pid)], {
+    stdio: 'ignore',
+  });
+  return { load, measured: measuredCpus };
+}
+
 /** A child process whose output goes to a log file (never buffered in the bench process). */
 export class Proc {
   readonly name: string;
@@ -71,9 +94,15 @@ export class Proc {
     port: number;
     logFile: string;
     readyPath: string;
+    /** A process under test: on the measured CPUs when the bench pins (pinProcesses). */
+    measured?: boolean;
   }): Promise<Proc> {
     const fd = openSync(options.logFile, 'a');
-    const child = spawn(process.execPath, options.args, {
+    const [command, args] =
+      options.measured && measuredCpus !== undefined
+        ? ['taskset', ['--cpu-list', measuredCpus, process.execPath, ...options.args]]
+        : [process.execPath, options.args];
+    const child = spawn(command, args, {
       env: { PATH: process.env.PATH ?? '', ...options.env },
       stdio: ['ignore', fd, fd],
     });

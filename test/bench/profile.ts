@@ -8,13 +8,14 @@
  * than the other. The .cpuprofile files are kept under bench-results/ for Chrome DevTools.
  */
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { openLoop, wrk } from './loadgen.ts';
+import { openLoop, percentile, wrk } from './loadgen.ts';
 import { viaBroker, writeLines } from './scenarios.ts';
 import { placeOf, type CallFrame } from './frames.ts';
-import { cpuMs, type Proc } from './procs.ts';
+import { cpuMs, pinProcesses, type Proc } from './procs.ts';
 import { BenchStack } from './stack.ts';
 
 const { values } = parseArgs({
@@ -23,8 +24,12 @@ const { values } = parseArgs({
     main: { type: 'string' },
     only: { type: 'string' },
     rate: { type: 'string' },
+    pin: { type: 'boolean', default: false },
+    'long-ms': { type: 'string' },
   },
 });
+// As run.ts --pin: the process under test on CPUs of its own, before any child starts.
+if (values.pin) pinProcesses(cpus().length);
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const dir = join(
   root,
@@ -34,7 +39,12 @@ const dir = join(
 const dirOf = (name: string): string => join(dir, name);
 mkdirSync(dirOf('broker'), { recursive: true });
 mkdirSync(dirOf('bare'), { recursive: true });
-const profArgs = (name: string): string[] => ['--cpu-prof', `--cpu-prof-dir=${dirOf(name)}`];
+const profArgs = (name: string): string[] => [
+  '--cpu-prof',
+  `--cpu-prof-dir=${dirOf(name)}`,
+  // Finer samples when long stretches are asked for: a stretch is told apart at this grain.
+  ...(values['long-ms'] === undefined ? [] : ['--cpu-prof-interval=100']),
+];
 
 /** Per call: each package's and function's self time, the main thread's busy time, all threads' CPU. */
 interface Costs {
@@ -43,6 +53,22 @@ interface Costs {
   cpuUs: number;
   pkg: Map<string, number>;
   fn: Map<string, number>;
+  /** With `--long-ms`: the main thread's busy stretches of at least that long (see stretches). */
+  long?: Long;
+}
+
+/**
+ * The stretches in which the main thread never went idle (the event loop could not tick): how
+ * many of at least `--long-ms` per second, how long the longest were, and what they were spent
+ * on, as a share of all their time, beside the share of all busy time.
+ */
+interface Long {
+  perSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  share: Map<string, number>;
+  overall: Map<string, number>;
 }
 
 /** V8 stamps a profile's samples in µs of the clock `process.hrtime` reads. */
@@ -111,17 +137,47 @@ function summarise(
   const pkg = new Map<string, number>();
   let busyUs = 0;
   let at = profile.startTime;
+  const stretches: { us: number; pkg: Map<string, number> }[] = [];
+  let stretch: (typeof stretches)[number] | null = null;
   profile.samples.forEach((id, i) => {
     const delta = profile.timeDeltas[i] ?? 0;
     at += delta;
     const place = placeOf(byId.get(id)!.callFrame, root);
-    if (at < from || at > to || place.pkg === '((idle))') return;
+    if (at < from || at > to || place.pkg === '((idle))') {
+      if (stretch) stretches.push(stretch);
+      stretch = null;
+      return;
+    }
     const us = delta / calls;
     busyUs += us;
     fn.set(place.fn, (fn.get(place.fn) ?? 0) + us);
     pkg.set(place.pkg, (pkg.get(place.pkg) ?? 0) + us);
+    stretch ??= { us: 0, pkg: new Map() };
+    stretch.us += delta;
+    stretch.pkg.set(place.pkg, (stretch.pkg.get(place.pkg) ?? 0) + delta);
   });
-  return { busyUs, pkg, fn };
+  if (values['long-ms'] === undefined) return { busyUs, pkg, fn };
+  const longUs = Number(values['long-ms']) * 1000;
+  const long = stretches.filter((each) => each.us >= longUs);
+  const lengths = stretches.map((each) => each.us / 1000).sort((a, b) => a - b);
+  const share = new Map<string, number>();
+  const longTotal = long.reduce((sum, each) => sum + each.us, 0);
+  for (const each of long)
+    for (const [key, us] of each.pkg) share.set(key, (share.get(key) ?? 0) + us / longTotal);
+  const overall = new Map([...pkg].map(([key, us]) => [key, us / busyUs]));
+  return {
+    busyUs,
+    pkg,
+    fn,
+    long: {
+      perSecond: long.length / ((to - from) / 1e6),
+      p50Ms: percentile(lengths, 50),
+      p99Ms: percentile(lengths, 99),
+      maxMs: lengths.at(-1) ?? 0,
+      share,
+      overall,
+    },
+  };
 }
 
 const us = (n: number | undefined): string => (n ?? 0).toFixed(1).padStart(6);
@@ -162,3 +218,21 @@ console.log(table('self time by package, largest first', (c) => c.pkg, 20, 'cost
 console.log(
   table('self time by function, furthest from the bare proxy first', (c) => c.fn, 40, 'over'),
 );
+
+/** With `--long-ms`: each process's long busy stretches, and what they hold beside all busy time. */
+for (const [name, c] of Object.entries(costs)) {
+  if (!c.long) continue;
+  const { perSecond, p50Ms, p99Ms, maxMs, share, overall } = c.long;
+  const rows = [...share]
+    .sort((x, y) => y[1] - x[1])
+    .slice(0, 12)
+    .map(([key, part]) => {
+      const pct = (n: number | undefined) => `${((n ?? 0) * 100).toFixed(1).padStart(5)}%`;
+      return `${pct(part)} ${pct(overall.get(key))}  ${key}`;
+    });
+  console.log(
+    `\n${name}: busy stretches (the loop never idle) p50 ${p50Ms.toFixed(2)} ms, p99 ${p99Ms.toFixed(2)} ms, ` +
+      `max ${maxMs.toFixed(2)} ms; ${perSecond.toFixed(1)} a second of at least ${values['long-ms']} ms.\n` +
+      `share of those long stretches, share of all busy time:\n${rows.join('\n')}`,
+  );
+}

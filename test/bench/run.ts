@@ -23,6 +23,7 @@ import {
   type S3Result,
   type S5Result,
 } from './scenarios.ts';
+import { pinProcesses } from './procs.ts';
 import { BenchStack } from './stack.ts';
 
 const { values } = parseArgs({
@@ -39,6 +40,7 @@ const { values } = parseArgs({
     soak: { type: 'string', default: '600' },
     'soak-rate': { type: 'string' },
     'keep-logs': { type: 'boolean', default: false },
+    pin: { type: 'boolean', default: false },
   },
 });
 
@@ -98,12 +100,18 @@ function machine(): Record<string, string | number> {
   };
 }
 
+// Before any child starts: every one then inherits the load's CPUs, but those under test.
+const pinned = values.pin ? pinProcesses(cpus().length) : null;
+
 const started = performance.now();
 const results: Results = {
   started: new Date().toISOString(),
   mode: smoke ? 'smoke' : 'full',
   options: (({ log: _log, ...rest }) => rest)(options),
-  machine: machine(),
+  machine: {
+    ...machine(),
+    pinned: pinned ? `load on CPU ${pinned.load}, process under test on ${pinned.measured}` : 'no',
+  },
   git: (() => {
     try {
       const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
@@ -362,7 +370,7 @@ function table(r: Results): string {
   return [
     `# Baton bench (${r.mode}), ${r.started}`,
     '',
-    `Machine: ${m.cpu}, ${m.cores} cores, ${m.memGb} GB, Linux ${m.kernel}, Node ${m.node}, Redis ${m.redis}, ${m.wrk}; load at start ${m.load}. Commit ${r.git}.`,
+    `Machine: ${m.cpu}, ${m.cores} cores, ${m.memGb} GB, Linux ${m.kernel}, Node ${m.node}, Redis ${m.redis}, ${m.wrk}; load at start ${m.load}; pinned: ${m.pinned}. Commit ${r.git}.`,
     `Rounds ${r.options.rounds} × ${r.options.seconds}s after ${r.options.warmup}s warm-up; wall ${r.wallSeconds}s.`,
     '',
     ...lines,
