@@ -5,7 +5,9 @@
  * what the broker spends over the bare proxy. `--only broker`: the broker alone. `--main <file>`:
  * another broker entry point (a worktree's, say). `--rate R`: both at a fixed R req/s (S1's
  * open-loop generator) instead of as fast as they go, so that neither batches more work per wake-up
- * than the other. The .cpuprofile files are kept under bench-results/ for Chrome DevTools.
+ * than the other. `--pin`: as run.ts --pin. `--long-ms N`: also the main thread's busy stretches
+ * (no idle sample, so no tick of the loop) and what those of N ms or more held. The .cpuprofile
+ * files are kept under bench-results/ for Chrome DevTools.
  */
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -53,7 +55,7 @@ interface Costs {
   cpuUs: number;
   pkg: Map<string, number>;
   fn: Map<string, number>;
-  /** With `--long-ms`: the main thread's busy stretches of at least that long (see stretches). */
+  /** With `--long-ms`: the main thread's busy stretches of at least that long. */
   long?: Long;
 }
 
@@ -137,6 +139,7 @@ function summarise(
   const pkg = new Map<string, number>();
   let busyUs = 0;
   let at = profile.startTime;
+  const longMs = values['long-ms'];
   const stretches: { us: number; pkg: Map<string, number> }[] = [];
   let stretch: (typeof stretches)[number] | null = null;
   profile.samples.forEach((id, i) => {
@@ -152,12 +155,14 @@ function summarise(
     busyUs += us;
     fn.set(place.fn, (fn.get(place.fn) ?? 0) + us);
     pkg.set(place.pkg, (pkg.get(place.pkg) ?? 0) + us);
+    if (longMs === undefined) return;
     stretch ??= { us: 0, pkg: new Map() };
     stretch.us += delta;
     stretch.pkg.set(place.pkg, (stretch.pkg.get(place.pkg) ?? 0) + delta);
   });
-  if (values['long-ms'] === undefined) return { busyUs, pkg, fn };
-  const longUs = Number(values['long-ms']) * 1000;
+  if (longMs === undefined) return { busyUs, pkg, fn };
+  if (stretch) stretches.push(stretch);
+  const longUs = Number(longMs) * 1000;
   const long = stretches.filter((each) => each.us >= longUs);
   const lengths = stretches.map((each) => each.us / 1000).sort((a, b) => a - b);
   const share = new Map<string, number>();
