@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 
 const ROTATE_LUA = fileURLToPath(new URL('./rotate.lua', import.meta.url));
 const run = promisify(execFile);
@@ -69,7 +69,7 @@ export interface OpenLoopResult {
   lagP99Ms: number;
 }
 
-export function percentile(sorted: number[], p: number): number {
+export function percentile(sorted: ArrayLike<number>, p: number): number {
   if (sorted.length === 0) return NaN;
   const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
   return sorted[Math.max(0, index)]!;
@@ -80,6 +80,10 @@ export function percentile(sorted: number[], p: number): number {
  * sent then whatever the earlier ones are doing (an undici Pool with many connections, so no
  * request waits for a free socket). Latency is measured from the request's due time, so a stall
  * anywhere (server or generator) counts against the run, not hidden by coordinated omission.
+ *
+ * The generator shares the machine with what it measures, so it is kept light: each request is
+ * one small handler on undici's dispatch interface (no promise, body stream or closure per call)
+ * and the times go into arrays sized once, so that its own collections do not make it fire late.
  */
 export async function openLoop(options: {
   origin: string;
@@ -92,37 +96,38 @@ export async function openLoop(options: {
   const pool = new Pool(options.origin, { connections: options.connections ?? 256 });
   const interval = 1000 / options.rate;
   const total = Math.round(options.rate * options.seconds);
-  const latencies: number[] = [];
-  const lags: number[] = [];
+  const latencies = new Float64Array(total);
+  const lags = new Float64Array(total);
+  const requests = options.targets.map((target) => ({
+    path: target.path,
+    method: 'GET' as const,
+    headers: { authorization: `Bearer ${target.token}` },
+  }));
+  let completed = 0;
   let errors = 0;
+  let settled = 0;
   let sent = 0;
-  const inflight = new Set<Promise<void>>();
-  const start = performance.now() + 5;
-  const fire = (i: number, due: number): void => {
-    const target = options.targets[i % options.targets.length]!;
-    lags.push(performance.now() - due);
-    const done = pool
-      .request({
-        path: target.path,
-        method: 'GET',
-        headers: { authorization: `Bearer ${target.token}` },
-      })
-      .then(async (response) => {
-        await response.body.dump();
-        if (response.statusCode >= 400) errors++;
-        latencies.push(performance.now() - due);
-      })
-      .catch(() => {
-        errors++;
-      })
-      .finally(() => inflight.delete(done));
-    inflight.add(done);
+  let allSettled = (): void => {};
+  /** A request's end: `status` 0 when it failed without an answer. */
+  const finish = (due: number, status: number): void => {
+    if (status > 0) latencies[completed++] = performance.now() - due;
+    if (status === 0 || status >= 400) errors++;
+    if (++settled === total) allSettled();
   };
+  const start = performance.now() + 5;
   await new Promise<void>((resolve) => {
     const tick = (): void => {
       const now = performance.now();
       while (sent < total && start + sent * interval <= now) {
-        fire(sent, start + sent * interval);
+        const due = start + sent * interval;
+        lags[sent] = now - due;
+        const request = requests[sent % requests.length]!;
+        const shot = new Shot(due, finish);
+        try {
+          pool.dispatch(request, shot);
+        } catch {
+          shot.onResponseError();
+        }
         sent++;
       }
       options.onTick?.();
@@ -131,17 +136,50 @@ export async function openLoop(options: {
     };
     setTimeout(tick, 5);
   });
-  await Promise.all(inflight);
+  if (settled < total) await new Promise<void>((resolve) => (allSettled = resolve));
   await pool.close();
-  latencies.sort((a, b) => a - b);
-  lags.sort((a, b) => a - b);
+  const done = latencies.subarray(0, completed).sort();
+  lags.sort();
   return {
     sent,
-    completed: latencies.length,
+    completed,
     errors,
-    p50Ms: percentile(latencies, 50),
-    p99Ms: percentile(latencies, 99),
-    maxMs: latencies.at(-1) ?? NaN,
+    p50Ms: percentile(done, 50),
+    p99Ms: percentile(done, 99),
+    maxMs: completed > 0 ? done[completed - 1]! : NaN,
     lagP99Ms: percentile(lags, 99),
   };
+}
+
+/** One open-loop request, told to `finish` with its status when answered, or 0 when it failed. */
+class Shot implements Dispatcher.DispatchHandler {
+  #status = 0;
+  readonly #due: number;
+  #finish: ((due: number, status: number) => void) | null;
+
+  constructor(due: number, finish: (due: number, status: number) => void) {
+    this.#due = due;
+    this.#finish = finish;
+  }
+
+  onRequestStart(): void {}
+
+  onResponseStart(_controller: Dispatcher.DispatchController, status: number): void {
+    this.#status = status;
+  }
+
+  onResponseData(): void {}
+
+  onResponseEnd(): void {
+    this.#end(this.#status);
+  }
+
+  onResponseError(): void {
+    this.#end(0);
+  }
+
+  #end(status: number): void {
+    this.#finish?.(this.#due, status);
+    this.#finish = null;
+  }
 }
