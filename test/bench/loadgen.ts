@@ -94,8 +94,8 @@ const GENERATOR = fileURLToPath(new URL('./loadgen-worker.ts', import.meta.url))
  *
  * The generator shares the machine with what it measures, so it is kept light and apart. It runs
  * on a worker thread of its own, with a young generation of a few MB: in the bench's own heap,
- * whose young generation V8 sizes to this machine's 24 GB, a scavenge took 50-100 ms, and every
- * request due meanwhile counted as that much slower. `onTick` is called every 10 ms on this
+ * whose young generation grew to some 50 MB between collections, a scavenge took 50-100 ms, and
+ * every request due meanwhile counted as that much slower. `onTick` is called every 10 ms on this
  * thread while it runs.
  */
 export function openLoop(
