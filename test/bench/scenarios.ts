@@ -510,15 +510,8 @@ export async function s5(
   const broker = stack.brokers[0]!;
   const warmupSeconds = Math.max(10, Math.round(options.soakSeconds * 0.1));
   const samples: { t: number; rss: number }[] = [];
-  const soaked = await soak(
-    stack,
-    broker,
-    stack.eldFile,
-    sessions,
-    rate,
-    options,
-    warmupSeconds,
-    (t) => samples.push({ t, rss: rssBytes(broker.pid) }),
+  const soaked = await soak(broker, stack.eldFile, sessions, rate, options, warmupSeconds, (t) =>
+    samples.push({ t, rss: rssBytes(broker.pid) }),
   );
   samples.push({ t: soaked.seconds, rss: rssBytes(broker.pid) });
   const after = samples.filter((s) => s.t >= warmupSeconds);
@@ -531,7 +524,6 @@ export async function s5(
     BENCH_ELD_FILE: bareEld,
   });
   const reference = await soak(
-    stack,
     stack.bare!,
     bareEld,
     sessions,
@@ -560,7 +552,6 @@ export async function s5(
  * is reset after `warmupSeconds`; `sample(t)` is called every 5 s.
  */
 async function soak(
-  stack: BenchStack,
   proc: Proc,
   eldFile: string,
   sessions: Session[],
@@ -572,7 +563,6 @@ async function soak(
   const started = performance.now();
   let warmedUp = false;
   let lastSample = 0;
-  let lastReset = 0;
   const latency = await openLoop({
     origin: proc.url,
     targets: viaBroker(sessions),
@@ -587,11 +577,6 @@ async function soak(
       if (t - lastSample >= 5) {
         lastSample = t;
         sample(t);
-      }
-      // The sandbox keeps a request log in memory: empty it now and then (it is not measured here).
-      if (t - lastReset >= 30) {
-        lastReset = t;
-        void stack.control('reset', {}).catch(() => {});
       }
     },
   });
