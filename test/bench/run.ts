@@ -41,6 +41,7 @@ const { values } = parseArgs({
     'soak-rate': { type: 'string' },
     'keep-logs': { type: 'boolean', default: false },
     pin: { type: 'boolean', default: false },
+    'broker-node-args': { type: 'string', default: '' },
   },
 });
 
@@ -129,7 +130,11 @@ const results: Results = {
   })(),
 };
 
-const stack = await BenchStack.start(3);
+const brokerNodeArgs = values['broker-node-args'].split(' ').filter(Boolean);
+const stack = await BenchStack.start(3, {
+  brokerNodeArgs,
+  nodeArgs: [brokerNodeArgs, brokerNodeArgs, brokerNodeArgs],
+});
 let exitCode = 0;
 try {
   options.log(
