@@ -154,12 +154,7 @@ try {
   }
   if (only.has('S3')) results.s3 = await s3Callback(stack, options);
   if (only.has('S4')) results.s4 = await s4(stack, sessions[1]!, options.opens);
-  if (only.has('S5')) {
-    const measured = results.s1?.throughput.B?.median;
-    const rate = options.soakRate ?? (measured ? Math.round(measured / 2) : 1000);
-    options.log(`S5 soak: ${options.soakSeconds}s at ${rate} req/s (open loop)`);
-    results.s5 = await s5(stack, sessions, rate, options);
-  }
+  if (only.has('S5')) results.s5 = await s5(stack, sessions, options);
 } catch (error) {
   console.error(error);
   exitCode = 2;
@@ -308,6 +303,17 @@ function table(r: Results): string {
       '<= 5%',
       '',
       mark(r.s5.rssGrowthPct <= 5),
+    ]);
+    const cap = r.s5.capacity;
+    rows.push([
+      'S5',
+      "rate: half of the broker's open-loop capacity (probes: req/s kept up, or fell behind)",
+      cap
+        ? `${r.s5.rate} of ${cap.rate} (${cap.probes.map((p) => `${p.rate}${p.keptUp ? '' : ' behind'}`).join(', ')})`
+        : `${r.s5.rate}, set by --soak-rate`,
+      '',
+      '',
+      '',
     ]);
     const eld = r.s5.eventLoopDelayMs;
     rows.push([

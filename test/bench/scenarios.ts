@@ -476,9 +476,76 @@ export async function s3Callback(stack: BenchStack, options: Options): Promise<S
 
 // ---------------------------------------------------------------- S5 soak
 
+/**
+ * One open-loop probe of the capacity search: its rate, its answers, whether the server kept up.
+ */
+export interface Probe {
+  rate: number;
+  p50Ms: number;
+  p99Ms: number;
+  keptUp: boolean;
+}
+
+/** The broker's capacity in the open loop, and the probes that found it (`openLoopCapacity`). */
+export interface Capacity {
+  rate: number;
+  baselineP50Ms: number;
+  probes: Probe[];
+}
+
+const PROBE_SECONDS = 8;
+
+/**
+ * The highest rate the server at `proc` keeps up with in the open loop, to within some 5 %. S5
+ * soaks at half of it: half load. wrk's S1 throughput is what the server gives 50 busy connections
+ * beside a light C generator; in the open loop, beside the Node generator on the same cores, it has
+ * less to give, and half of wrk's figure was at or over it in most full runs (docs/performance.md,
+ * "Half load was not half load").
+ *
+ * A probe keeps up when every request was answered without error and the answers' p50 stayed
+ * within three times the light baseline's plus 1 ms: over capacity a queue grows for the whole
+ * probe and the median request waits in it (5 % over, some 200 ms in an 8 s probe), while near
+ * it, under, the median waits a fraction of a millisecond more. The p50 decides, not the p99,
+ * which one stall of the host moves. Rates rise by half from 1,000 req/s until one falls behind,
+ * then three bisections.
+ */
+export async function openLoopCapacity(
+  proc: Proc,
+  sessions: Session[],
+  options: Options,
+): Promise<Capacity> {
+  const load = (rate: number, seconds: number) =>
+    openLoop({ origin: proc.url, targets: viaBroker(sessions), rate, seconds });
+  const baseline = await load(100, 5);
+  const probes: Probe[] = [];
+  const probe = async (rate: number): Promise<boolean> => {
+    const r = await load(rate, PROBE_SECONDS);
+    const keptUp = r.errors === 0 && r.completed === r.sent && r.p50Ms <= 3 * baseline.p50Ms + 1;
+    probes.push({ rate, p50Ms: r.p50Ms, p99Ms: r.p99Ms, keptUp });
+    options.log(
+      `  ${rate} req/s: answers p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms: ${keptUp ? 'kept up' : 'fell behind'}`,
+    );
+    return keptUp;
+  };
+  let low = 0;
+  let high = Infinity;
+  for (let rate = 1000; high === Infinity && rate < 100_000; rate = Math.round(rate * 1.5)) {
+    if (await probe(rate)) low = rate;
+    else high = rate;
+  }
+  for (let i = 0; i < 3 && high !== Infinity; i++) {
+    const mid = Math.round((low + high) / 2);
+    if (await probe(mid)) low = mid;
+    else high = mid;
+  }
+  return { rate: low, baselineP50Ms: baseline.p50Ms, probes };
+}
+
 export interface S5Result {
   seconds: number;
   rate: number;
+  /** The broker's open-loop capacity, when the rate was set at half of it (no `--soak-rate`). */
+  capacity?: Capacity;
   warmupSeconds: number;
   rssAfterWarmupMb: number;
   rssEndMb: number;
@@ -504,10 +571,19 @@ export interface EventLoopDelay {
 export async function s5(
   stack: BenchStack,
   sessions: Session[],
-  rate: number,
   options: Options,
 ): Promise<S5Result> {
   const broker = stack.brokers[0]!;
+  let capacity: Capacity | undefined;
+  let rate = options.soakRate;
+  if (rate === undefined) {
+    // Searched on a second instance of the same broker, so that the probes over capacity leave
+    // no queue's worth of heap in the soaked one's RSS.
+    options.log("S5: the broker's capacity in the open loop (on a second instance)");
+    capacity = await openLoopCapacity(stack.brokers[1]!, sessions, options);
+    rate = Math.round(capacity.rate / 2);
+  }
+  options.log(`S5 soak: ${options.soakSeconds}s at ${rate} req/s (open loop)`);
   const warmupSeconds = Math.max(10, Math.round(options.soakSeconds * 0.1));
   const samples: { t: number; rss: number }[] = [];
   const soaked = await soak(broker, stack.eldFile, sessions, rate, options, warmupSeconds, (t) =>
@@ -536,6 +612,7 @@ export async function s5(
   return {
     seconds: options.soakSeconds,
     rate,
+    ...(capacity && { capacity }),
     warmupSeconds,
     rssAfterWarmupMb: mb(base),
     rssEndMb: mb(end),
