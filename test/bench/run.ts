@@ -304,6 +304,14 @@ function table(r: Results): string {
       '',
       mark(r.s5.rssGrowthPct <= 5),
     ]);
+    rows.push([
+      'S5',
+      "broker RSS growth over the soak's second half (a leak grows on there; a one-time step of the heap's sizing does not)",
+      `${f(r.s5.rssSecondHalfPct, 1)}%`,
+      '',
+      '',
+      '',
+    ]);
     const cap = r.s5.capacity;
     rows.push([
       'S5',

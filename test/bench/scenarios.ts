@@ -550,6 +550,12 @@ export interface S5Result {
   rssAfterWarmupMb: number;
   rssEndMb: number;
   rssGrowthPct: number;
+  /**
+   * Growth over the soak's second half (its last three samples against three at the midpoint):
+   * a leak goes on growing there, while a one-time step of V8's heap sizing after the warm-up
+   * (its young generation doubling, some 50 MB) shows above but not here.
+   */
+  rssSecondHalfPct: number;
   rssSamplesMb: number[];
   eventLoopDelayMs: EventLoopDelay | null;
   latency: OpenLoopResult;
@@ -594,6 +600,12 @@ export async function s5(
   const base = after[0]?.rss ?? NaN;
   // The end figure: the median of the last three samples (one GC cycle does not decide it).
   const end = median(after.slice(-3).map((s) => s.rss));
+  const midpoint = median(
+    samples
+      .filter((s) => s.t >= soaked.seconds / 2)
+      .slice(0, 3)
+      .map((s) => s.rss),
+  );
 
   const bareEld = join(stack.logDir, 'eld-bare.json');
   await stack.startBare(sessions[0]!.accessToken, ['--import', ELD_HOOK], {
@@ -617,6 +629,7 @@ export async function s5(
     rssAfterWarmupMb: mb(base),
     rssEndMb: mb(end),
     rssGrowthPct: ((end - base) / base) * 100,
+    rssSecondHalfPct: ((end - midpoint) / midpoint) * 100,
     rssSamplesMb: samples.map((s) => Math.round(mb(s.rss) * 10) / 10),
     eventLoopDelayMs: soaked.eventLoopDelayMs,
     latency: soaked.latency,
