@@ -41,7 +41,7 @@ const { values } = parseArgs({
     'soak-rate': { type: 'string' },
     'keep-logs': { type: 'boolean', default: false },
     pin: { type: 'boolean', default: false },
-    'broker-node-args': { type: 'string', default: '' },
+    'broker-args': { type: 'string', default: '' },
   },
 });
 
@@ -130,7 +130,7 @@ const results: Results = {
   })(),
 };
 
-const brokerNodeArgs = values['broker-node-args'].split(' ').filter(Boolean);
+const brokerNodeArgs = values['broker-args'].split(' ').filter(Boolean);
 const stack = await BenchStack.start(3, {
   brokerNodeArgs,
   nodeArgs: [brokerNodeArgs, brokerNodeArgs, brokerNodeArgs],
