@@ -503,11 +503,11 @@ const PROBE_SECONDS = 8;
  * "Half load was not half load").
  *
  * A probe keeps up when every request was answered without error and the answers' p50 stayed
- * within three times the light baseline's (100 req/s, after 5 s at 1,000) plus 1 ms: over capacity a queue grows for the whole
- * probe and the median request waits in it (5 % over, some 200 ms in an 8 s probe), while near
- * it, under, the median waits a fraction of a millisecond more. The p50 decides, not the p99,
- * which one stall of the host moves. Rates rise by half from 1,000 req/s until one falls behind,
- * then three bisections.
+ * within three times the light baseline's (100 req/s, after 5 s at 1,000) plus 1 ms: over
+ * capacity a queue grows for the whole probe and the median request waits in it (5 % over, some
+ * 200 ms in an 8 s probe), while near it, under, the median waits a few milliseconds more at
+ * most. The p50 decides, not the p99, which one stall of the host moves. Rates rise by half from
+ * 1,000 req/s until one falls behind, then three bisections.
  */
 export async function openLoopCapacity(
   proc: Proc,
@@ -517,7 +517,7 @@ export async function openLoopCapacity(
   const load = (rate: number, seconds: number) =>
     openLoop({ origin: proc.url, targets: viaBroker(sessions), rate, seconds });
   // The baseline is taken warm: on a process that has not yet served (a second instance in a full
-  // run), the first seconds' answers carry the compiler's warm-up, 3.6 ms at p50 instead of 1.7.
+  // run), the first seconds' answers carry the compiler's warm-up (3.6 ms at p50, warm 2.0).
   await load(1000, 5);
   const baseline = await load(100, 5);
   options.log(`  baseline at 100 req/s: answers p50 ${baseline.p50Ms.toFixed(1)} ms`);
