@@ -170,7 +170,11 @@ describe.each([
     );
     const exchanges = sandbox().counters().code_exchanges;
     await authorizeThrough('[data-testid="connect-button"]', FIRST, 'deny');
-    await popup.waitFor('[data-testid="status-message"]');
+    // The status line already shows "Waiting for you to sign in" while the window is open: wait
+    // for the denial itself, or a fast read races the flow's end.
+    await popup.waitFor(
+      '[data-testid="status"][data-state="denied"] [data-testid="status-message"]',
+    );
     expect((await popup.texts('[data-testid="status-message"]')).join(' ')).toMatch(
       /denied|refused|declined/i,
     );
