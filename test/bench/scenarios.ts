@@ -591,6 +591,11 @@ export async function s5(
     // no queue's worth of heap in the soaked one's RSS.
     options.log("S5: the broker's capacity in the open loop (on a second instance)");
     capacity = await openLoopCapacity(stack.brokers[1]!, sessions, options);
+    if (capacity.rate === 0) {
+      throw new Error(
+        'S5: the broker kept up with no probed rate (1,000 req/s, then three halvings of the gap below)',
+      );
+    }
     rate = Math.round(capacity.rate / 2);
   }
   options.log(`S5 soak: ${options.soakSeconds}s at ${rate} req/s (open loop)`);
