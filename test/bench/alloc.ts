@@ -4,7 +4,8 @@
  * allocation (also those the next scavenge frees) for `seconds`, then the bytes per request are
  * summed by function and by package. `--survivors`: only the allocations no scavenge freed (the
  * bytes promoted to the old generation, and the few still young when it stops). The profile is kept under bench-results/ (Chrome DevTools
- * opens .heapprofile files).
+ * opens .heapprofile files). `--bare`: the bare proxy instead (baseline b, the same load), for
+ * the floor a Node proxy over undici allocates.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,17 +21,19 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '8' },
     main: { type: 'string' },
     survivors: { type: 'boolean', default: false },
+    bare: { type: 'boolean', default: false },
   },
 });
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const dir = join(root, 'bench-results', `alloc-${new Date().toISOString().replace(/[:.]/g, '-')}`);
 mkdirSync(dir, { recursive: true });
-const file = join(dir, 'broker.heapprofile');
+const file = join(dir, values.bare ? 'bare.heapprofile' : 'broker.heapprofile');
 const HOOK = fileURLToPath(new URL('./alloc-hook.ts', import.meta.url));
+const hookEnv = { BENCH_ALLOC_FILE: file, ...(values.survivors ? { BENCH_ALLOC_SURVIVORS: '1' } : {}) };
 
 const stack = await BenchStack.start(1, {
-  nodeArgs: [['--import', HOOK]],
-  envs: [{ BENCH_ALLOC_FILE: file, ...(values.survivors ? { BENCH_ALLOC_SURVIVORS: '1' } : {}) }],
+  nodeArgs: [values.bare ? [] : ['--import', HOOK]],
+  envs: [values.bare ? {} : hookEnv],
   eventLoopHook: false,
   ...(values.main === undefined ? {} : { mains: [values.main] }),
 });
@@ -38,7 +41,8 @@ let requests = 0;
 try {
   const sessions = await stack.createSessions(1000);
   const lines = writeLines(stack.logDir, 'broker.txt', viaBroker(sessions));
-  const broker = stack.brokers[0]!;
+  if (values.bare) await stack.startBare(sessions[0]!.accessToken, ['--import', HOOK], hookEnv);
+  const broker = values.bare ? stack.bare! : stack.brokers[0]!;
   const load = (seconds: number) =>
     wrk({ origin: broker.url, linesFile: lines, connections: 50, threads: 2, seconds });
   await load(3);
