@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { accessLog, createTracker } from './access-log.ts';
+import { accessLog, createTracker, requestId } from './access-log.ts';
 import { createLogger } from '../ops/logger.ts';
 
 let close: (() => void) | undefined;
@@ -31,6 +31,9 @@ async function serve(): Promise<{
     res.status(500).end();
   });
   app.get('/hang', () => arrived());
+  app.get('/id', (_req, res) => {
+    res.json({ id: requestId(res) ?? null });
+  });
   app.use((_req, res) => {
     res.json({ ok: true });
   });
@@ -71,6 +74,14 @@ describe('the access log', () => {
     expect(kept.headers.get('x-request-id')).toBe('lb-42.a_b');
     const replaced = await fetch(url, { headers: { 'x-request-id': 'a b<script>' } });
     expect(replaced.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('tells other log lines about the request its id', async () => {
+    const { url } = await serve();
+    const answer = await fetch(`${url}/id`, { headers: { 'x-request-id': 'lb-7' } });
+    expect(await answer.json()).toEqual({ id: 'lb-7' });
+    const fresh = await fetch(`${url}/id`);
+    expect(await fresh.json()).toEqual({ id: fresh.headers.get('x-request-id') });
   });
 
   it('logs a 5xx as an error and a request the client gave up on as aborted', async () => {

@@ -16,7 +16,6 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
  */
 export type Track = (req: IncomingMessage, res: ServerResponse, route: () => string) => void;
 
-const ids = new WeakMap<ServerResponse, string>();
 /** Express trims req.url inside mounted routers; originalUrl keeps the whole of it. */
 const url = (req: IncomingMessage & { originalUrl?: string }): string =>
   req.originalUrl ?? req.url ?? '';
@@ -33,7 +32,6 @@ export function createTracker(log: Logger, answered?: Answered): Track {
     const started = performance.now();
     const incoming = req.headers['x-request-id'];
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    ids.set(res, id);
     res.setHeader('X-Request-Id', id);
     // `on`, not `once`: 'close' comes once, and `once` wraps the listener in two more objects.
     res.on('close', () => {
@@ -70,7 +68,13 @@ export function accessLog(track: Track): RequestHandler {
   };
 }
 
-/** The request id this response was given, for other log lines about the same request. */
+/**
+ * The request id this response was given, for other log lines about the same request: read back
+ * from its header rather than kept beside it. A WeakMap of responses gained an entry per call and
+ * moved to a larger table between two scavenges, which each then had to copy (docs/performance.md,
+ * "What survives a scavenge").
+ */
 export function requestId(res: ServerResponse): string | undefined {
-  return ids.get(res);
+  const id = res.getHeader('X-Request-Id');
+  return typeof id === 'string' ? id : undefined;
 }
