@@ -42,6 +42,7 @@ const { values } = parseArgs({
     'keep-logs': { type: 'boolean', default: false },
     pin: { type: 'boolean', default: false },
     'broker-args': { type: 'string', default: '' },
+    'bare-args': { type: 'string', default: '' },
   },
 });
 
@@ -60,6 +61,7 @@ const options: Options = {
   opens: Number(values.opens),
   soakSeconds: Number(values.soak),
   soakRate: values['soak-rate'] === undefined ? undefined : Number(values['soak-rate']),
+  bareArgs: values['bare-args'].split(' ').filter(Boolean),
   log: (line) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`),
 };
 
@@ -144,7 +146,7 @@ try {
   const sessions = needSessions ? await stack.createSessions(Number(values.sessions)) : [];
   if (needSessions) options.log(`${sessions.length} sessions sealed into Redis`);
   if (only.has('S1') || only.has('S3')) {
-    await stack.startBare(sessions[0]!.accessToken);
+    await stack.startBare(sessions[0]!.accessToken, options.bareArgs);
     results.s1 = await s1(stack, sessions, options);
   }
   if (only.has('S2')) {

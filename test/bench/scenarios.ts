@@ -27,6 +27,8 @@ export interface Options {
   opens: number;
   soakSeconds: number;
   soakRate: number | undefined;
+  /** Node options of the bare proxy (`run.ts --bare-args`), as `--broker-args` for the brokers. */
+  bareArgs: string[];
   log: (line: string) => void;
 }
 
@@ -617,7 +619,7 @@ export async function s5(
   );
 
   const bareEld = join(stack.logDir, 'eld-bare.json');
-  await stack.startBare(sessions[0]!.accessToken, ['--import', ELD_HOOK], {
+  await stack.startBare(sessions[0]!.accessToken, [...options.bareArgs, '--import', ELD_HOOK], {
     BENCH_ELD_FILE: bareEld,
   });
   const reference = await soak(
