@@ -23,6 +23,9 @@ if (file) {
         });
         return;
       }
+      // With survivors only: a scavenge first, or whatever was allocated since the last one would
+      // count as surviving, dead or not (alloc.ts passes --expose-gc).
+      if (process.env.BENCH_ALLOC_SURVIVORS) globalThis.gc?.({ type: 'minor', execution: 'sync' });
       const { profile } = await session.post('HeapProfiler.stopSampling');
       // Whole, or not there: the bench reads it as soon as it exists.
       writeFileSync(`${file}.part`, JSON.stringify(profile));

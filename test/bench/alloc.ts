@@ -22,6 +22,8 @@ const { values } = parseArgs({
     main: { type: 'string' },
     survivors: { type: 'boolean', default: false },
     bare: { type: 'boolean', default: false },
+    /** wrk's connections: few keep few calls in flight, so `--survivors` shows what outlives them. */
+    connections: { type: 'string', default: '50' },
   },
 });
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -29,10 +31,15 @@ const dir = join(root, 'bench-results', `alloc-${new Date().toISOString().replac
 mkdirSync(dir, { recursive: true });
 const file = join(dir, values.bare ? 'bare.heapprofile' : 'broker.heapprofile');
 const HOOK = fileURLToPath(new URL('./alloc-hook.ts', import.meta.url));
-const hookEnv = { BENCH_ALLOC_FILE: file, ...(values.survivors ? { BENCH_ALLOC_SURVIVORS: '1' } : {}) };
+const hookEnv = {
+  BENCH_ALLOC_FILE: file,
+  ...(values.survivors ? { BENCH_ALLOC_SURVIVORS: '1' } : {}),
+};
+
+const hookArgs = ['--import', HOOK, ...(values.survivors ? ['--expose-gc'] : [])];
 
 const stack = await BenchStack.start(1, {
-  nodeArgs: [values.bare ? [] : ['--import', HOOK]],
+  nodeArgs: [values.bare ? [] : hookArgs],
   envs: [values.bare ? {} : hookEnv],
   eventLoopHook: false,
   ...(values.main === undefined ? {} : { mains: [values.main] }),
@@ -41,10 +48,16 @@ let requests = 0;
 try {
   const sessions = await stack.createSessions(1000);
   const lines = writeLines(stack.logDir, 'broker.txt', viaBroker(sessions));
-  if (values.bare) await stack.startBare(sessions[0]!.accessToken, ['--import', HOOK], hookEnv);
+  if (values.bare) await stack.startBare(sessions[0]!.accessToken, hookArgs, hookEnv);
   const broker = values.bare ? stack.bare! : stack.brokers[0]!;
   const load = (seconds: number) =>
-    wrk({ origin: broker.url, linesFile: lines, connections: 50, threads: 2, seconds });
+    wrk({
+      origin: broker.url,
+      linesFile: lines,
+      connections: Number(values.connections),
+      threads: Math.min(2, Number(values.connections)),
+      seconds,
+    });
   await load(3);
   broker.signal('SIGUSR2');
   await new Promise((resolve) => setTimeout(resolve, 200));
