@@ -47,6 +47,27 @@ describe('the log on stdout', () => {
     expect(JSON.parse(lines[1999]!)).toMatchObject({ i: 1999 });
   });
 
+  it('keeps lines whole and in order across gathers: multi-byte text, and one larger than a gather', async () => {
+    // Each line has more bytes than characters, so a gather that counted characters would cut one.
+    const place = `Liège, Sint-Niklaas ${'é€😀'.repeat(20)}`;
+    const { child, lines } = logging(
+      `const place = ${JSON.stringify(place)};
+       for (let i = 0; i < 1000; i++) log.info({ i, place }, 'line');
+       log.info({ big: 'x'.repeat(100_000) }, 'big');
+       for (let i = 1000; i < 2000; i++) log.info({ i, place }, 'line');
+       process.exit(0);`,
+    );
+    await once(child, 'close');
+    expect(lines).toHaveLength(2001);
+    const parsed = lines.map(
+      (line) => JSON.parse(line) as { i?: number; place?: string; big?: string },
+    );
+    expect(parsed[1000]!.big).toHaveLength(100_000);
+    const numbered = parsed.filter((line) => line.big === undefined);
+    expect(numbered.map((line) => line.i)).toEqual(Array.from({ length: 2000 }, (_, i) => i));
+    expect(new Set(numbered.map((line) => line.place))).toEqual(new Set([place]));
+  });
+
   it('writes a lone line while the process goes on, without waiting for more', async () => {
     const { child, input } = logging(
       `log.info('alone');

@@ -31,7 +31,7 @@ export const REDACTED_PATHS = [
  * process killed outright loses what was still gathered, under half a second of lines.
  */
 const LOG_FLUSH_MS = 250;
-const GATHER_CHARS = 65_536;
+const GATHER_BYTES = 65_536;
 
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
   const options = {
@@ -43,31 +43,40 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
 }
 
 /**
- * Lines kept in an array and handed to the destination joined. sonic-boom's own `minLength` would
- * gather them too, but it measures its whole gathered string again for every line it adds
- * (`Buffer.byteLength`), which flattens and copies it: 30 % of a line's cost at 12 KB, and
- * 6.4 KB of the 34.7 a proxied call allocated (`test/bench/alloc.ts`).
+ * Lines copied into a buffer outside the JavaScript heap as they come, and the buffer handed to
+ * the destination (sonic-boom, in its buffer mode) when the next line would not fit, or at the
+ * quarter-second flush. sonic-boom's own `minLength` would gather them too, but it measures its
+ * whole gathered string again for every line it adds (`Buffer.byteLength`), which flattens and
+ * copies it: 30 % of a line's cost at 12 KB, and 6.4 KB of the 34.7 a proxied call allocated
+ * (`test/bench/alloc.ts`). Gathered as strings, up to 64 KB of lines were alive at any moment, and
+ * every young collection copied them: about half of what the broker's scavenges copied at half
+ * load (docs/performance.md, "What survives a scavenge"). In the buffer, each line's string dies
+ * as soon as it is copied.
  */
 function gathered(): pino.DestinationStream & { flush(cb?: (error?: Error) => void): void } {
-  let lines: string[] = [];
-  let chars = 0;
+  let gather = Buffer.allocUnsafeSlow(GATHER_BYTES);
+  let used = 0;
   const hand = (): void => {
-    if (lines.length === 0) return;
-    sink.write(lines.join(''));
-    lines = [];
-    chars = 0;
+    if (used === 0) return;
+    // A new buffer each time: sonic-boom may still hold the last one, queued or being written.
+    writeBytes(gather.subarray(0, used));
+    gather = Buffer.allocUnsafeSlow(GATHER_BYTES);
+    used = 0;
   };
   // Before the destination exists, so that these run first: pino ends it on 'beforeExit' and
   // writes it out on 'exit', and what is gathered must reach it by then.
   process.once('beforeExit', hand);
   process.once('exit', hand);
-  const sink = pino.destination({ dest: 1, sync: false });
+  const sink = pino.destination({ dest: 1, sync: false, contentMode: 'buffer' });
+  // In buffer mode sonic-boom takes bytes, which its types do not say.
+  const writeBytes = sink.write.bind(sink) as unknown as (bytes: Buffer) => boolean;
   setInterval(hand, LOG_FLUSH_MS).unref();
   return {
     write(line: string): void {
-      lines.push(line);
-      chars += line.length;
-      if (chars >= GATHER_CHARS) hand();
+      const bytes = Buffer.byteLength(line);
+      if (used + bytes > GATHER_BYTES) hand();
+      if (bytes > GATHER_BYTES) writeBytes(Buffer.from(line));
+      else used += gather.write(line, used);
     },
     flush(cb?: (error?: Error) => void): void {
       hand();
