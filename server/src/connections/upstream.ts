@@ -89,7 +89,9 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#onCut = onCut;
     this.#resolve = resolve;
     this.#reject = reject;
-    res.once('close', this.#clientClosed);
+    // `on`, not `once`: 'close' comes once, `once` wraps the listener in two more objects per
+    // call, and #release takes it off either way.
+    res.on('close', this.#clientClosed);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {

@@ -33,7 +33,8 @@ export function createShutdown(deps: ShutdownDeps): (signal: string) => Promise<
   const open = new InFlight();
   server.on('request', (_req, res: ServerResponse) => {
     const slot = open.add(res);
-    res.once('close', () => {
+    // `on`: 'close' comes once, and `once` would wrap the listener in two more objects per call.
+    res.on('close', () => {
       open.delete(slot);
       if (draining) setImmediate(() => server.closeIdleConnections());
     });
