@@ -3,8 +3,9 @@
  * change to the broker (or Node option, or environment: `work+OTEL_TRACES_EXPORTER=otlp`) bought,
  * measured in one run. Every revision's broker (`work`: the working tree) runs as its own process
  * beside the same upstream, bare proxy, Redis and 1,000 sessions, and they take turns in rotated
- * rounds (S1's method): throughput and CPU per request at 50 connections, and p50 with one
- * connection. Each figure is a ratio against the bare proxy (or the upstream) of the same round.
+ * rounds (S1's method): throughput and CPU per request at 50 connections, p50 with one
+ * connection, and p99 in the open loop at `--open-rate` requests a second (1,000 as S1's; 0: not
+ * measured). Each figure is a ratio against the bare proxy (or the upstream) of the same round.
  * Revisions are checked out as detached git worktrees, each installed (offline where it can) from this
  * checkout's pnpm store.
  */
@@ -14,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { wrk } from './loadgen.ts';
+import { openLoop, wrk } from './loadgen.ts';
 import { cpuMs, type Proc } from './procs.ts';
 import { direct, median, spread, viaBroker, writeLines, type Spread } from './scenarios.ts';
 import { BenchStack } from './stack.ts';
@@ -26,11 +27,13 @@ const { values } = parseArgs({
     duration: { type: 'string', default: '8' },
     warmup: { type: 'string', default: '3' },
     sessions: { type: 'string', default: '1000' },
+    'open-rate': { type: 'string', default: '1000' },
   },
 });
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const rounds = Number(values.rounds);
 const seconds = Number(values.duration);
+const openRate = Number(values['open-rate']);
 const log = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
 const git = (...args: string[]) =>
   execFileSync('git', args, { cwd: root, encoding: 'utf8' }).trim();
@@ -89,12 +92,18 @@ const stack = await BenchStack.start(revs.length, {
 try {
   const sessions = await stack.createSessions(Number(values.sessions));
   await stack.startBare(sessions[0]!.accessToken);
-  const brokerLines = writeLines(stack.logDir, 'broker.txt', viaBroker(sessions));
-  const directLines = writeLines(stack.logDir, 'direct.txt', direct(sessions));
-  const variants: { name: string; proc: Proc; lines: string }[] = [
-    { name: 'a', proc: stack.sandbox, lines: directLines },
-    { name: 'b', proc: stack.bare!, lines: brokerLines },
-    ...stack.brokers.map((proc, index) => ({ name: labels[index]!, proc, lines: brokerLines })),
+  const [brokered, straight] = [viaBroker(sessions), direct(sessions)];
+  const brokerLines = writeLines(stack.logDir, 'broker.txt', brokered);
+  const directLines = writeLines(stack.logDir, 'direct.txt', straight);
+  const variants: { name: string; proc: Proc; lines: string; targets: typeof brokered }[] = [
+    { name: 'a', proc: stack.sandbox, lines: directLines, targets: straight },
+    { name: 'b', proc: stack.bare!, lines: brokerLines, targets: brokered },
+    ...stack.brokers.map((proc, index) => ({
+      name: labels[index]!,
+      proc,
+      lines: brokerLines,
+      targets: brokered,
+    })),
   ];
   const run = (v: (typeof variants)[number], connections: number, time: number) =>
     wrk({
@@ -114,6 +123,7 @@ try {
   const cpu: Record<string, number[]> = {};
   const redisCpu: Record<string, number[]> = {};
   const p50: Record<string, number[]> = {};
+  const p99: Record<string, number[]> = {};
   const push = (map: Record<string, number[]>, key: string, value: number) =>
     (map[key] ??= []).push(value);
   for (let round = 0; round < rounds; round++) {
@@ -131,14 +141,29 @@ try {
     }
     const one: Record<string, number> = {};
     for (const v of rotate(variants, round)) one[v.name] = (await run(v, 1, seconds)).p50Ms;
+    // S1's open loop: the upstream's request log emptied first, as there.
+    const tail: Record<string, number> = {};
+    for (const v of openRate > 0 ? rotate(variants, round) : []) {
+      await stack.control('reset', {});
+      const result = await openLoop({
+        origin: v.proc.url,
+        targets: v.targets,
+        rate: openRate,
+        seconds,
+      });
+      if (result.errors > 0) throw new Error(`${v.name}: ${result.errors} errors in the open loop`);
+      tail[v.name] = result.p99Ms;
+    }
     for (const v of variants.slice(2)) {
       push(rps, v.name, now[v.name]!.rps / now.b!.rps);
       push(cpu, v.name, now[v.name]!.cpu / now.b!.cpu);
       push(p50, v.name, one[v.name]! - one.a!);
+      if (openRate > 0) push(p99, v.name, tail[v.name]! / tail.b!);
     }
     push(p50, 'b', one.b! - one.a!);
+    const open = (name: string) => (openRate > 0 ? ` p99 ${tail[name]!.toFixed(1)}ms` : '');
     log(
-      `round ${round + 1}: ${variants.map((v) => `${v.name} ${now[v.name]!.rps.toFixed(0)}/s ${now[v.name]!.cpu.toFixed(0)}µs ${one[v.name]!.toFixed(3)}ms`).join(' | ')}`,
+      `round ${round + 1}: ${variants.map((v) => `${v.name} ${now[v.name]!.rps.toFixed(0)}/s ${now[v.name]!.cpu.toFixed(0)}µs ${one[v.name]!.toFixed(3)}ms${open(v.name)}`).join(' | ')}`,
     );
   }
 
@@ -146,13 +171,14 @@ try {
     `${s.median.toFixed(digits)} (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`;
   const rows = variants.slice(2).map((v) => {
     const [r, c, p] = [spread(rps[v.name]!), spread(cpu[v.name]!), spread(p50[v.name]!)];
-    return `| ${v.name} | ${f(r, 2)} | ${f(c, 2)}x | ${f(p, 3)} | ${f(spread(redisCpu[v.name]!), 1)} |`;
+    const tail = openRate > 0 ? `${f(spread(p99[v.name]!), 2)}x` : 'not measured';
+    return `| ${v.name} | ${f(r, 2)} | ${f(c, 2)}x | ${f(p, 3)} | ${tail} | ${f(spread(redisCpu[v.name]!), 1)} |`;
   });
   const md = [
     `Rounds ${rounds} × ${seconds}s, ${sessions.length} sessions; bare proxy's own added p50 ${median(p50.b!).toFixed(3)} ms.`,
     '',
-    '| broker | throughput ÷ bare proxy | CPU/req ÷ bare proxy | added p50 over direct, 1 conn, ms | Redis CPU µs/req |',
-    '|---|---|---|---|---|',
+    `| broker | throughput ÷ bare proxy | CPU/req ÷ bare proxy | added p50 over direct, 1 conn, ms | open-loop p99 at ${openRate} req/s ÷ bare proxy | Redis CPU µs/req |`,
+    '|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n');
@@ -165,7 +191,7 @@ try {
   writeFileSync(join(out, 'results.md'), md);
   writeFileSync(
     join(out, 'results.json'),
-    JSON.stringify({ revs: labels, rps, cpu, p50, redisCpu }, null, 2),
+    JSON.stringify({ revs: labels, rps, cpu, p50, p99, redisCpu }, null, 2),
   );
   console.log(`\n${md}\nwritten to ${out}`);
 } finally {
