@@ -2,10 +2,14 @@
  * `node test/bench/alloc.ts [--seconds 8] [--main <file>]`: what one proxied call allocates, under
  * S1's load (wrk, 50 connections, 1,000 sessions): V8's sampling heap profiler counts every
  * allocation (also those the next scavenge frees) for `seconds`, then the bytes per request are
- * summed by function and by package. `--survivors`: only the allocations no scavenge freed (the
- * bytes promoted to the old generation, and the few still young when it stops). The profile is kept under bench-results/ (Chrome DevTools
- * opens .heapprofile files). `--bare`: the bare proxy instead (baseline b, the same load), for
- * the floor a Node proxy over undici allocates.
+ * summed by function and by package. The profile is kept under bench-results/ (Chrome DevTools
+ * opens .heapprofile files).
+ *
+ * `--survivors`: only the allocations no scavenge freed (the bytes promoted to the old generation,
+ * and what is still alive when it stops; a scavenge is forced first). `--connections N`: wrk's
+ * connections (few keep few calls in flight, so that survivors are not just the calls under way).
+ * `--bare`: the bare proxy instead (baseline b, the same load), the floor a Node proxy over undici
+ * allocates.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,7 +26,6 @@ const { values } = parseArgs({
     main: { type: 'string' },
     survivors: { type: 'boolean', default: false },
     bare: { type: 'boolean', default: false },
-    /** wrk's connections: few keep few calls in flight, so `--survivors` shows what outlives them. */
     connections: { type: 'string', default: '50' },
   },
 });
@@ -35,7 +38,6 @@ const hookEnv = {
   BENCH_ALLOC_FILE: file,
   ...(values.survivors ? { BENCH_ALLOC_SURVIVORS: '1' } : {}),
 };
-
 const hookArgs = ['--import', HOOK, ...(values.survivors ? ['--expose-gc'] : [])];
 
 const stack = await BenchStack.start(1, {
@@ -49,21 +51,21 @@ try {
   const sessions = await stack.createSessions(1000);
   const lines = writeLines(stack.logDir, 'broker.txt', viaBroker(sessions));
   if (values.bare) await stack.startBare(sessions[0]!.accessToken, hookArgs, hookEnv);
-  const broker = values.bare ? stack.bare! : stack.brokers[0]!;
+  const measured = values.bare ? stack.bare! : stack.brokers[0]!;
   const load = (seconds: number) =>
     wrk({
-      origin: broker.url,
+      origin: measured.url,
       linesFile: lines,
       connections: Number(values.connections),
       threads: Math.min(2, Number(values.connections)),
       seconds,
     });
   await load(3);
-  broker.signal('SIGUSR2');
+  measured.signal('SIGUSR2');
   await new Promise((resolve) => setTimeout(resolve, 200));
   const result = await load(Number(values.seconds));
   requests = result.requests;
-  broker.signal('SIGUSR2');
+  measured.signal('SIGUSR2');
   for (let i = 0; i < 100 && !existsSync(file); i++)
     await new Promise((resolve) => setTimeout(resolve, 100));
   console.log(
