@@ -14,9 +14,25 @@
  * delay the process's own work (JavaScript, collections) caused, whatever other processes on a busy
  * host did to it. Time the hypervisor takes from the guest still counts as on-CPU, so the bound
  * stays an upper one.
+ *
+ * `heap`: the young generation's size (what V8 has committed to it) and what the rest of the heap
+ * holds, in MB, so that a step of the process's RSS can be told from a leak: V8 grows the young
+ * generation in steps of tens of MB under a steady load, which a leak does not explain.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { getHeapSpaceStatistics } from 'node:v8';
+
+/** The young generation's committed size and the rest of the heap's used size, in MB. */
+function heapMb(): { youngMb: number; oldMb: number } {
+  let young = 0;
+  let old = 0;
+  for (const space of getHeapSpaceStatistics()) {
+    if (space.space_name === 'new_space') young = space.space_size;
+    else old += space.space_used_size;
+  }
+  return { youngMb: young / 2 ** 20, oldMb: old / 2 ** 20 };
+}
 
 const file = process.env.BENCH_ELD_FILE;
 if (file) {
@@ -67,6 +83,7 @@ if (file) {
         max: ms(histogram.max),
         count: histogram.count,
         ...(onCpu.count > 0 && { onCpuP99: us(onCpu.percentile(99)), onCpuMax: us(onCpu.max) }),
+        heap: heapMb(),
       }),
     );
   }, 1000).unref();

@@ -314,6 +314,16 @@ function table(r: Results): string {
       '',
       '',
     ]);
+    const [from, to] = [r.s5.heapAfterWarmupMb, r.s5.heapEndMb];
+    if (from && to)
+      rows.push([
+        'S5',
+        "broker heap over the same span, MB: young generation (V8 sizes it in steps); the rest, used (a leak's)",
+        `${f(from.youngMb, 1)} → ${f(to.youngMb, 1)}; ${f(from.oldMb, 1)} → ${f(to.oldMb, 1)}`,
+        '',
+        '',
+        '',
+      ]);
     const cap = r.s5.capacity;
     rows.push([
       'S5',

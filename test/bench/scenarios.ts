@@ -563,6 +563,9 @@ export interface S5Result {
    */
   rssSecondHalfPct: number;
   rssSamplesMb: number[];
+  /** The broker's heap (eld-hook.ts) at the RSS figure's first sample and at its end. */
+  heapAfterWarmupMb: HeapMb | null;
+  heapEndMb: HeapMb | null;
   eventLoopDelayMs: EventLoopDelay | null;
   latency: OpenLoopResult;
   /**
@@ -570,6 +573,10 @@ export interface S5Result {
    * loop at this rate (a loaded or shared machine stalls every process now and then).
    */
   reference: { eventLoopDelayMs: EventLoopDelay | null; latency: OpenLoopResult };
+}
+export interface HeapMb {
+  youngMb: number;
+  oldMb: number;
 }
 export interface EventLoopDelay {
   p50: number;
@@ -602,11 +609,11 @@ export async function s5(
   }
   options.log(`S5 soak: ${options.soakSeconds}s at ${rate} req/s (open loop)`);
   const warmupSeconds = Math.max(10, Math.round(options.soakSeconds * 0.1));
-  const samples: { t: number; rss: number }[] = [];
-  const soaked = await soak(broker, stack.eldFile, sessions, rate, options, warmupSeconds, (t) =>
-    samples.push({ t, rss: rssBytes(broker.pid) }),
-  );
-  samples.push({ t: soaked.seconds, rss: rssBytes(broker.pid) });
+  const samples: { t: number; rss: number; heap: HeapMb | null }[] = [];
+  const sample = (t: number) =>
+    samples.push({ t, rss: rssBytes(broker.pid), heap: heapOf(stack.eldFile) });
+  const soaked = await soak(broker, stack.eldFile, sessions, rate, options, warmupSeconds, sample);
+  sample(soaked.seconds);
   const after = samples.filter((s) => s.t >= warmupSeconds);
   const base = after[0]?.rss ?? NaN;
   // The end figure: the median of the last three samples (one GC cycle does not decide it).
@@ -642,10 +649,21 @@ export async function s5(
     rssGrowthPct: ((end - base) / base) * 100,
     rssSecondHalfPct: ((end - midpoint) / midpoint) * 100,
     rssSamplesMb: samples.map((s) => Math.round(mb(s.rss) * 10) / 10),
+    heapAfterWarmupMb: after[0]?.heap ?? null,
+    heapEndMb: samples.at(-1)?.heap ?? null,
     eventLoopDelayMs: soaked.eventLoopDelayMs,
     latency: soaked.latency,
     reference: { eventLoopDelayMs: reference.eventLoopDelayMs, latency: reference.latency },
   };
+}
+
+/** The heap figures eld-hook.ts last wrote, or null (not written yet, or caught mid-write). */
+function heapOf(eldFile: string): HeapMb | null {
+  try {
+    return (JSON.parse(readFileSync(eldFile, 'utf8')) as { heap?: HeapMb }).heap ?? null;
+  } catch {
+    return null;
+  }
 }
 
 /**
