@@ -19,7 +19,7 @@
  * holds, in MB, so that a step of the process's RSS can be told from a leak: V8 grows the young
  * generation in steps of tens of MB under a steady load, which a leak does not explain.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 
@@ -75,8 +75,9 @@ if (file) {
   setInterval(() => {
     const ms = (ns: number) => Math.max(0, ns / 1e6 - resolutionMs);
     const us = (value: number) => (value <= 1 ? 0 : value / 1000);
+    // Whole, or not there: the bench reads it while the soak runs.
     writeFileSync(
-      file,
+      `${file}.part`,
       JSON.stringify({
         p50: ms(histogram.percentile(50)),
         p99: ms(histogram.percentile(99)),
@@ -86,5 +87,6 @@ if (file) {
         heap: heapMb(),
       }),
     );
+    renameSync(`${file}.part`, file);
   }, 1000).unref();
 }

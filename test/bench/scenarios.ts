@@ -611,7 +611,7 @@ export async function s5(
   const warmupSeconds = Math.max(10, Math.round(options.soakSeconds * 0.1));
   const samples: { t: number; rss: number; heap: HeapMb | null }[] = [];
   const sample = (t: number) =>
-    samples.push({ t, rss: rssBytes(broker.pid), heap: heapOf(stack.eldFile) });
+    samples.push({ t, rss: rssBytes(broker.pid), heap: readHook(stack.eldFile)?.heap ?? null });
   const soaked = await soak(broker, stack.eldFile, sessions, rate, options, warmupSeconds, sample);
   sample(soaked.seconds);
   const after = samples.filter((s) => s.t >= warmupSeconds);
@@ -657,10 +657,10 @@ export async function s5(
   };
 }
 
-/** The heap figures eld-hook.ts last wrote, or null (not written yet, or caught mid-write). */
-function heapOf(eldFile: string): HeapMb | null {
+/** What eld-hook.ts last wrote to `eldFile`, or null before it first wrote. */
+function readHook(eldFile: string): (EventLoopDelay & { heap?: HeapMb }) | null {
   try {
-    return (JSON.parse(readFileSync(eldFile, 'utf8')) as { heap?: HeapMb }).heap ?? null;
+    return JSON.parse(readFileSync(eldFile, 'utf8')) as EventLoopDelay & { heap?: HeapMb };
   } catch {
     return null;
   }
@@ -700,11 +700,6 @@ async function soak(
     },
   });
   await new Promise((resolve) => setTimeout(resolve, 1500));
-  let eventLoopDelayMs: EventLoopDelay | null;
-  try {
-    eventLoopDelayMs = JSON.parse(readFileSync(eldFile, 'utf8')) as EventLoopDelay;
-  } catch {
-    eventLoopDelayMs = null;
-  }
+  const eventLoopDelayMs = readHook(eldFile);
   return { seconds: (performance.now() - started) / 1000, eventLoopDelayMs, latency };
 }
