@@ -5,9 +5,9 @@
  * beside the same upstream, bare proxy, Redis and 1,000 sessions, and they take turns in rotated
  * rounds (S1's method): throughput and CPU per request at 50 connections, p50 with one
  * connection, and p99 in the open loop at `--open-rate` requests a second (1,000 as S1's; 0: not
- * measured). Each figure is a ratio against the bare proxy (or the upstream) of the same round.
- * Revisions are checked out as detached git worktrees, each installed (offline where it can) from this
- * checkout's pnpm store.
+ * measured), every variant in turns of `--open-slice` ms (500) as S1's. Each figure is a ratio
+ * against the bare proxy (or the upstream) of the same round. Revisions are checked out as
+ * detached git worktrees, each installed (offline where it can) from this checkout's pnpm store.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { openLoop, wrk } from './loadgen.ts';
+import { openLoopInterleaved, wrk } from './loadgen.ts';
 import { cpuMs, type Proc } from './procs.ts';
 import { direct, median, spread, viaBroker, writeLines, type Spread } from './scenarios.ts';
 import { BenchStack } from './stack.ts';
@@ -28,12 +28,14 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '3' },
     sessions: { type: 'string', default: '1000' },
     'open-rate': { type: 'string', default: '1000' },
+    'open-slice': { type: 'string', default: '500' },
   },
 });
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const rounds = Number(values.rounds);
 const seconds = Number(values.duration);
 const openRate = Number(values['open-rate']);
+const openSliceMs = Number(values['open-slice']);
 const log = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
 const git = (...args: string[]) =>
   execFileSync('git', args, { cwd: root, encoding: 'utf8' }).trim();
@@ -141,18 +143,24 @@ try {
     }
     const one: Record<string, number> = {};
     for (const v of rotate(variants, round)) one[v.name] = (await run(v, 1, seconds)).p50Ms;
-    // S1's open loop: the upstream's request log emptied first, as there.
+    // S1's open loop, every variant in turns as there; the upstream's request log emptied first.
     const tail: Record<string, number> = {};
-    for (const v of openRate > 0 ? rotate(variants, round) : []) {
+    if (openRate > 0) {
+      const order = rotate(variants, round);
       await stack.control('reset', {});
-      const result = await openLoop({
-        origin: v.proc.url,
-        targets: v.targets,
+      const results = await openLoopInterleaved({
+        variants: order.map((v) => ({ origin: v.proc.url, targets: v.targets })),
         rate: openRate,
         seconds,
+        sliceMs: openSliceMs,
+        warmupMs: 500,
       });
-      if (result.errors > 0) throw new Error(`${v.name}: ${result.errors} errors in the open loop`);
-      tail[v.name] = result.p99Ms;
+      order.forEach((v, i) => {
+        const result = results[i]!;
+        if (result.errors > 0)
+          throw new Error(`${v.name}: ${result.errors} errors in the open loop`);
+        tail[v.name] = result.p99Ms;
+      });
     }
     for (const v of variants.slice(2)) {
       push(rps, v.name, now[v.name]!.rps / now.b!.rps);

@@ -1,5 +1,5 @@
-/** The open-loop generator's thread (loadgen.ts, `openLoop`): runs one load and posts its result. */
+/** The open-loop generator's thread (loadgen.ts, `openLoopInterleaved`): runs one load, posts its results. */
 import { parentPort, workerData } from 'node:worker_threads';
-import { generate, type OpenLoopOptions } from './loadgen.ts';
+import { generate, type InterleavedOptions } from './loadgen.ts';
 
-parentPort?.postMessage(await generate(workerData as OpenLoopOptions));
+parentPort?.postMessage(await generate(workerData as InterleavedOptions));

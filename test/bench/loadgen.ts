@@ -84,6 +84,22 @@ export interface OpenLoopOptions {
   connections?: number;
 }
 
+/** Servers loaded in turns by one open loop (`openLoopInterleaved`). */
+export interface InterleavedOptions {
+  variants: { origin: string; targets: Target[] }[];
+  rate: number;
+  /** Each variant's share: the whole load lasts this times the number of variants. */
+  seconds: number;
+  /** How long each turn lasts. */
+  sliceMs: number;
+  /**
+   * A first turn of each variant, this long, sent and not counted: each variant's pool opens its
+   * connections then, and the servers met a burst of new connections there, not the load measured.
+   */
+  warmupMs?: number;
+  connections?: number;
+}
+
 const GENERATOR = fileURLToPath(new URL('./loadgen-worker.ts', import.meta.url));
 
 /**
@@ -98,16 +114,35 @@ const GENERATOR = fileURLToPath(new URL('./loadgen-worker.ts', import.meta.url))
  * every request due meanwhile counted as that much slower. `onTick` is called every 10 ms on this
  * thread while it runs.
  */
-export function openLoop(
+export async function openLoop(
   options: OpenLoopOptions & { onTick?: () => void },
 ): Promise<OpenLoopResult> {
+  const { origin, targets, onTick, ...rest } = options;
+  const [result] = await openLoopInterleaved({
+    ...rest,
+    variants: [{ origin, targets }],
+    sliceMs: options.seconds * 1000,
+    ...(onTick ? { onTick } : {}),
+  });
+  return result!;
+}
+
+/**
+ * The same open loop, its requests sent to each variant in turn for `sliceMs` at a time (the
+ * first turn to `variants[0]`), each variant's latencies counted apart. Servers measured one after
+ * the other see different stretches of a shared host's noise, seconds of it at a time; in turns of
+ * a fraction of a second, each sees much the same.
+ */
+export function openLoopInterleaved(
+  options: InterleavedOptions & { onTick?: () => void },
+): Promise<OpenLoopResult[]> {
   const { onTick, ...data } = options;
   const worker = new Worker(GENERATOR, {
     workerData: data,
     resourceLimits: { maxYoungGenerationSizeMb: 8 },
   });
   const ticking = onTick ? setInterval(onTick, 10) : undefined;
-  return new Promise<OpenLoopResult>((resolve, reject) => {
+  return new Promise<OpenLoopResult[]>((resolve, reject) => {
     worker.once('message', resolve);
     worker.once('error', reject);
     worker.once('exit', (code) => reject(new Error(`the load generator exited with ${code}`)));
@@ -117,41 +152,46 @@ export function openLoop(
 /**
  * The generator itself (loadgen-worker.ts runs it on its thread). Each request is one small
  * handler on undici's dispatch interface (no promise, body stream or closure per call) and the
- * times go into arrays sized once, so that its own collections stay short.
+ * times go into arrays sized once, so that its own collections stay short. Every variant's pool
+ * is open from the start and keeps its connections between turns.
  */
-export async function generate(options: OpenLoopOptions): Promise<OpenLoopResult> {
-  const pool = new Pool(options.origin, { connections: options.connections ?? 256 });
+export async function generate(options: InterleavedOptions): Promise<OpenLoopResult[]> {
+  const turns = options.variants.length;
   const interval = 1000 / options.rate;
-  const total = Math.round(options.rate * options.seconds);
-  const latencies = new Float64Array(total);
-  const lags = new Float64Array(total);
-  const requests = options.targets.map((target) => ({
-    path: target.path,
-    method: 'GET' as const,
-    headers: { authorization: `Bearer ${target.token}` },
+  const perTurn = Math.max(1, Math.round((options.sliceMs / 1000) * options.rate));
+  const warmTurn = Math.round(((options.warmupMs ?? 0) / 1000) * options.rate);
+  const warm = warmTurn * turns;
+  const total = Math.round(options.rate * options.seconds) * turns + warm;
+  const uncounted = new Tally(warm);
+  const variants = options.variants.map((variant) => ({
+    pool: new Pool(variant.origin, { connections: options.connections ?? 256 }),
+    tally: new Tally(total),
+    next: 0,
+    requests: variant.targets.map((target) => ({
+      path: target.path,
+      method: 'GET' as const,
+      headers: { authorization: `Bearer ${target.token}` },
+    })),
   }));
-  let completed = 0;
-  let errors = 0;
   let settled = 0;
-  let sent = 0;
   let allSettled = (): void => {};
-  /** A request's end: `status` 0 when it failed without an answer. */
-  const finish = (due: number, status: number): void => {
-    if (status > 0) latencies[completed++] = performance.now() - due;
-    if (status === 0 || status >= 400) errors++;
+  const settle = (): void => {
     if (++settled === total) allSettled();
   };
+  let sent = 0;
   const start = performance.now() + 5;
   await new Promise<void>((resolve) => {
     const tick = (): void => {
       const now = performance.now();
       while (sent < total && start + sent * interval <= now) {
         const due = start + sent * interval;
-        lags[sent] = now - due;
-        const request = requests[sent % requests.length]!;
-        const shot = new Shot(due, finish);
+        const turn = sent < warm ? sent / warmTurn : (sent - warm) / perTurn;
+        const variant = variants[Math.floor(turn) % turns]!;
+        const tally = sent < warm ? uncounted : variant.tally;
+        tally.lags[tally.sent++] = now - due;
+        const shot = new Shot(due, tally, settle);
         try {
-          pool.dispatch(request, shot);
+          variant.pool.dispatch(variant.requests[variant.next++ % variant.requests.length]!, shot);
         } catch {
           shot.onResponseError();
         }
@@ -163,29 +203,48 @@ export async function generate(options: OpenLoopOptions): Promise<OpenLoopResult
     setTimeout(tick, 5);
   });
   if (settled < total) await new Promise<void>((resolve) => (allSettled = resolve));
-  await pool.close();
-  const done = latencies.subarray(0, completed).sort();
-  lags.sort();
-  return {
-    sent,
-    completed,
-    errors,
-    p50Ms: percentile(done, 50),
-    p99Ms: percentile(done, 99),
-    maxMs: completed > 0 ? done[completed - 1]! : NaN,
-    lagP99Ms: percentile(lags, 99),
-  };
+  await Promise.all(variants.map(({ pool }) => pool.close()));
+  return variants.map(({ tally }) => tally.result());
 }
 
-/** One open-loop request, told to `finish` with its status when answered, or 0 when it failed. */
+/** One variant's requests: when each was answered and how late it was sent. */
+class Tally {
+  sent = 0;
+  completed = 0;
+  errors = 0;
+  readonly latencies: Float64Array;
+  readonly lags: Float64Array;
+
+  constructor(size: number) {
+    this.latencies = new Float64Array(size);
+    this.lags = new Float64Array(size);
+  }
+
+  result(): OpenLoopResult {
+    const done = this.latencies.subarray(0, this.completed).sort();
+    return {
+      sent: this.sent,
+      completed: this.completed,
+      errors: this.errors,
+      p50Ms: percentile(done, 50),
+      p99Ms: percentile(done, 99),
+      maxMs: this.completed > 0 ? done[this.completed - 1]! : NaN,
+      lagP99Ms: percentile(this.lags.subarray(0, this.sent).sort(), 99),
+    };
+  }
+}
+
+/** One open-loop request, counted in its variant's tally when answered, or as failed. */
 class Shot implements Dispatcher.DispatchHandler {
   #status = 0;
   readonly #due: number;
-  #finish: ((due: number, status: number) => void) | null;
+  #tally: Tally | null;
+  readonly #settle: () => void;
 
-  constructor(due: number, finish: (due: number, status: number) => void) {
+  constructor(due: number, tally: Tally, settle: () => void) {
     this.#due = due;
-    this.#finish = finish;
+    this.#tally = tally;
+    this.#settle = settle;
   }
 
   onRequestStart(): void {}
@@ -204,8 +263,13 @@ class Shot implements Dispatcher.DispatchHandler {
     this.#end(0);
   }
 
+  /** `status` 0: failed without an answer. */
   #end(status: number): void {
-    this.#finish?.(this.#due, status);
-    this.#finish = null;
+    const tally = this.#tally;
+    if (!tally) return;
+    this.#tally = null;
+    if (status > 0) tally.latencies[tally.completed++] = performance.now() - this.#due;
+    if (status === 0 || status >= 400) tally.errors++;
+    this.#settle();
   }
 }

@@ -3,7 +3,14 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Agent, request } from 'undici';
-import { openLoop, percentile, wrk, type OpenLoopResult, type Target } from './loadgen.ts';
+import {
+  openLoop,
+  openLoopInterleaved,
+  percentile,
+  wrk,
+  type OpenLoopResult,
+  type Target,
+} from './loadgen.ts';
 import { cpuMs, ELD_HOOK, rssBytes, type Proc } from './procs.ts';
 import {
   CLIENT_ID,
@@ -20,6 +27,8 @@ export interface Options {
   warmup: number;
   connections: number;
   openRate: number;
+  /** S1's open loop: how long each of the three has the load in its turn, ms. */
+  openSliceMs: number;
   stormSize: number;
   stormReps: number;
   stormDelays: number[];
@@ -203,24 +212,29 @@ export async function s1(
     );
   }
 
-  // Open loop at a constant rate: tail latency.
+  // Open loop at a constant rate: tail latency. The three in turns of `openSliceMs` within each
+  // round (the first turn rotated), so that the host's noise falls on all of them alike, after an
+  // uncounted half-second turn each in which the generator's pools open their connections.
   const openP99: Record<string, number[]> = { a: [], b: [], B: [] };
   const ratioOpen: number[] = [];
   let openErrors = 0;
   const targets = { a: straight, b: brokered, B: brokered } as Record<string, Target[]>;
   for (let round = 0; round < options.rounds; round++) {
+    const order = rotate(['a', 'b', 'B'] as V[], round);
+    await stack.control('reset', {});
+    const results = await openLoopInterleaved({
+      variants: order.map((v) => ({ origin: origin[v], targets: targets[v]! })),
+      rate: options.openRate,
+      seconds: options.seconds,
+      sliceMs: options.openSliceMs,
+      warmupMs: 500,
+    });
     const p99: Record<string, OpenLoopResult> = {};
-    for (const v of rotate(['a', 'b', 'B'] as V[], round)) {
-      await stack.control('reset', {});
-      p99[v] = await openLoop({
-        origin: origin[v],
-        targets: targets[v]!,
-        rate: options.openRate,
-        seconds: options.seconds,
-      });
-      openErrors += p99[v].errors;
-      openP99[v]!.push(p99[v].p99Ms);
-    }
+    order.forEach((v, i) => {
+      p99[v] = results[i]!;
+      openErrors += results[i]!.errors;
+      openP99[v]!.push(results[i]!.p99Ms);
+    });
     ratioOpen.push(p99.B!.p99Ms / p99.b!.p99Ms);
     log(
       `S1 open-loop round ${round + 1}: p99 a ${p99.a!.p99Ms.toFixed(2)} b ${p99.b!.p99Ms.toFixed(2)} B ${p99.B!.p99Ms.toFixed(2)} ms (generator lag p99 ${p99.B!.lagP99Ms.toFixed(2)} ms)`,
