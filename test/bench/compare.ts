@@ -5,7 +5,7 @@
  * beside the same upstream, bare proxy, Redis and 1,000 sessions, and they take turns in rotated
  * rounds (S1's method): throughput and CPU per request at 50 connections, p50 with one
  * connection, and p99 in the open loop at `--open-rate` requests a second (1,000 as S1's; 0: not
- * measured), every variant in turns of `--open-slice` ms (500) as S1's. Each figure is a ratio
+ * measured), as S1's: back to back, or in turns of `--open-slice` ms. Each figure is a ratio
  * against the bare proxy (or the upstream) of the same round. Revisions are checked out as
  * detached git worktrees, each installed (offline where it can) from this checkout's pnpm store.
  */
@@ -28,7 +28,7 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '3' },
     sessions: { type: 'string', default: '1000' },
     'open-rate': { type: 'string', default: '1000' },
-    'open-slice': { type: 'string', default: '500' },
+    'open-slice': { type: 'string', default: '0' },
   },
 });
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -143,7 +143,7 @@ try {
     }
     const one: Record<string, number> = {};
     for (const v of rotate(variants, round)) one[v.name] = (await run(v, 1, seconds)).p50Ms;
-    // S1's open loop, every variant in turns as there; the upstream's request log emptied first.
+    // S1's open loop, as there; the upstream's request log emptied first.
     const tail: Record<string, number> = {};
     if (openRate > 0) {
       const order = rotate(variants, round);
@@ -152,7 +152,7 @@ try {
         variants: order.map((v) => ({ origin: v.proc.url, targets: v.targets })),
         rate: openRate,
         seconds,
-        sliceMs: openSliceMs,
+        sliceMs: openSliceMs || seconds * 1000,
         warmupMs: 500,
       });
       order.forEach((v, i) => {

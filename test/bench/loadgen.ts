@@ -156,13 +156,10 @@ export function openLoopInterleaved(
  * is open from the start and keeps its connections between turns.
  */
 export async function generate(options: InterleavedOptions): Promise<OpenLoopResult[]> {
-  const turns = options.variants.length;
   const interval = 1000 / options.rate;
-  const perTurn = Math.max(1, Math.round((options.sliceMs / 1000) * options.rate));
-  const warmTurn = Math.round(((options.warmupMs ?? 0) / 1000) * options.rate);
-  const warm = warmTurn * turns;
-  const total = Math.round(options.rate * options.seconds) * turns + warm;
-  const uncounted = new Tally(warm);
+  const phases = schedule(options);
+  const total = phases.at(-1)!.end;
+  const uncounted = new Tally(total);
   const variants = options.variants.map((variant) => ({
     pool: new Pool(variant.origin, { connections: options.connections ?? 256 }),
     tally: new Tally(total),
@@ -179,15 +176,17 @@ export async function generate(options: InterleavedOptions): Promise<OpenLoopRes
     if (++settled === total) allSettled();
   };
   let sent = 0;
+  let phase = 0;
   const start = performance.now() + 5;
   await new Promise<void>((resolve) => {
     const tick = (): void => {
       const now = performance.now();
       while (sent < total && start + sent * interval <= now) {
         const due = start + sent * interval;
-        const turn = sent < warm ? sent / warmTurn : (sent - warm) / perTurn;
-        const variant = variants[Math.floor(turn) % turns]!;
-        const tally = sent < warm ? uncounted : variant.tally;
+        while (sent >= phases[phase]!.end) phase++;
+        const { variant: index, counted } = phases[phase]!;
+        const variant = variants[index]!;
+        const tally = counted ? variant.tally : uncounted;
         tally.lags[tally.sent++] = now - due;
         const shot = new Shot(due, tally, settle);
         try {
@@ -205,6 +204,31 @@ export async function generate(options: InterleavedOptions): Promise<OpenLoopRes
   if (settled < total) await new Promise<void>((resolve) => (allSettled = resolve));
   await Promise.all(variants.map(({ pool }) => pool.close()));
   return variants.map(({ tally }) => tally.result());
+}
+
+/**
+ * The turns, in order, each ending at request `end`: every variant's first counted turn right
+ * after its warm-up (when back to back, a pool left idle while the others had their share would
+ * have closed its connections again), the rest in rotation.
+ */
+function schedule(
+  options: InterleavedOptions,
+): { variant: number; counted: boolean; end: number }[] {
+  const share = Math.round(options.rate * options.seconds);
+  const perTurn = Math.max(1, Math.round((options.sliceMs / 1000) * options.rate));
+  const warm = Math.round(((options.warmupMs ?? 0) / 1000) * options.rate);
+  const phases: { variant: number; counted: boolean; end: number }[] = [];
+  let end = 0;
+  const add = (variant: number, counted: boolean, requests: number): void => {
+    if (requests > 0) phases.push({ variant, counted, end: (end += requests) });
+  };
+  for (let done = 0; done < share; done += perTurn) {
+    options.variants.forEach((_, variant) => {
+      if (done === 0) add(variant, false, warm);
+      add(variant, true, Math.min(perTurn, share - done));
+    });
+  }
+  return phases;
 }
 
 /** One variant's requests: when each was answered and how late it was sent. */

@@ -37,7 +37,7 @@ const { values } = parseArgs({
     'storm-reps': { type: 'string', default: '5' },
     'callback-flows': { type: 'string', default: '300' },
     opens: { type: 'string', default: '20' },
-    'open-slice': { type: 'string', default: '500' },
+    'open-slice': { type: 'string', default: '0' },
     soak: { type: 'string', default: '600' },
     'soak-rate': { type: 'string' },
     'keep-logs': { type: 'boolean', default: false },

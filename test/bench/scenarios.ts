@@ -27,7 +27,7 @@ export interface Options {
   warmup: number;
   connections: number;
   openRate: number;
-  /** S1's open loop: how long each of the three has the load in its turn, ms. */
+  /** S1's open loop: a, b and B in turns of this many ms (0: back to back, a whole share each). */
   openSliceMs: number;
   stormSize: number;
   stormReps: number;
@@ -212,9 +212,8 @@ export async function s1(
     );
   }
 
-  // Open loop at a constant rate: tail latency. The three in turns of `openSliceMs` within each
-  // round (the first turn rotated), so that the host's noise falls on all of them alike, after an
-  // uncounted half-second turn each in which the generator's pools open their connections.
+  // Open loop at a constant rate: tail latency. The three back to back (or in turns of
+  // `openSliceMs`), each after an uncounted half second in which its pool opens its connections.
   const openP99: Record<string, number[]> = { a: [], b: [], B: [] };
   const ratioOpen: number[] = [];
   let openErrors = 0;
@@ -226,7 +225,7 @@ export async function s1(
       variants: order.map((v) => ({ origin: origin[v], targets: targets[v]! })),
       rate: options.openRate,
       seconds: options.seconds,
-      sliceMs: options.openSliceMs,
+      sliceMs: options.openSliceMs || options.seconds * 1000,
       warmupMs: 500,
     });
     const p99: Record<string, OpenLoopResult> = {};

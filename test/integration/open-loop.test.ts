@@ -47,6 +47,22 @@ describe('the open-loop generator', () => {
     expect(first!.p99Ms).toBeGreaterThanOrEqual(first!.p50Ms);
   });
 
+  it('back to back, gives each variant its warm-up right before its share', async () => {
+    const [a, b] = [await counting(200), await counting(200)];
+    const results = await openLoopInterleaved({
+      variants: [
+        { origin: a.origin, targets: targets('a') },
+        { origin: b.origin, targets: targets('b') },
+      ],
+      rate: 400,
+      seconds: 0.1,
+      sliceMs: 100,
+      warmupMs: 25,
+    });
+    expect(results.map((r) => r.completed)).toEqual([40, 40]);
+    expect([a.paths.length, b.paths.length]).toEqual([50, 50]);
+  });
+
   it('counts every request of a single variant, and a server that is gone as errors', async () => {
     const a = await counting(200);
     expect(
