@@ -129,9 +129,11 @@ export async function openLoop(
 
 /**
  * The same open loop, its requests sent to each variant in turn for `sliceMs` at a time (the
- * first turn to `variants[0]`), each variant's latencies counted apart. Servers measured one after
- * the other see different stretches of a shared host's noise, seconds of it at a time; in turns of
- * a fraction of a second, each sees much the same.
+ * first turn to `variants[0]`; a `sliceMs` of the whole share: one after the other), each
+ * variant's latencies counted apart. Servers measured one after the other see different stretches
+ * of a shared host's noise, seconds of it at a time; in turns of a fraction of a second each sees
+ * much the same, but is idle between its turns, which is not the load of a sustained rate: the
+ * broker answered better so (docs/performance.md, "The open loop's slow answers, and turns").
  */
 export function openLoopInterleaved(
   options: InterleavedOptions & { onTick?: () => void },
