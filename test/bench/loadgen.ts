@@ -68,6 +68,11 @@ export interface OpenLoopResult {
   maxMs: number;
   /** How late the generator fired, p99 (its own scheduling noise). */
   lagP99Ms: number;
+  /**
+   * With `keepAnswers`: every counted request's latency in the order they were due (NaN: no
+   * answer), and when the first was due, in wall-clock ms.
+   */
+  answers?: { firstDueAt: number; latencies: Float64Array };
 }
 
 export function percentile(sorted: ArrayLike<number>, p: number): number {
@@ -82,6 +87,9 @@ export interface OpenLoopOptions {
   rate: number;
   seconds: number;
   connections?: number;
+  /** Sent first at the same rate and not counted (`InterleavedOptions.warmupMs`). */
+  warmupMs?: number;
+  keepAnswers?: boolean;
 }
 
 /** Servers loaded in turns by one open loop (`openLoopInterleaved`). */
@@ -98,6 +106,8 @@ export interface InterleavedOptions {
    */
   warmupMs?: number;
   connections?: number;
+  /** Each result with its `answers`. */
+  keepAnswers?: boolean;
 }
 
 const GENERATOR = fileURLToPath(new URL('./loadgen-worker.ts', import.meta.url));
@@ -186,11 +196,13 @@ export async function generate(options: InterleavedOptions): Promise<OpenLoopRes
       while (sent < total && start + sent * interval <= now) {
         const due = start + sent * interval;
         while (sent >= phases[phase]!.end) phase++;
-        const { variant: index, counted } = phases[phase]!;
-        const variant = variants[index]!;
+        const { variant: which, counted } = phases[phase]!;
+        const variant = variants[which]!;
         const tally = counted ? variant.tally : uncounted;
-        tally.lags[tally.sent++] = now - due;
-        const shot = new Shot(due, tally, settle);
+        const index = tally.sent++;
+        tally.lags[index] = now - due;
+        if (index === 0) tally.firstDueAt = performance.timeOrigin + due;
+        const shot = new Shot(due, tally, index, settle);
         try {
           variant.pool.dispatch(variant.requests[variant.next++ % variant.requests.length]!, shot);
         } catch {
@@ -205,7 +217,7 @@ export async function generate(options: InterleavedOptions): Promise<OpenLoopRes
   });
   if (settled < total) await new Promise<void>((resolve) => (allSettled = resolve));
   await Promise.all(variants.map(({ pool }) => pool.close()));
-  return variants.map(({ tally }) => tally.result());
+  return variants.map(({ tally }) => tally.result(options.keepAnswers === true));
 }
 
 /**
@@ -213,7 +225,7 @@ export async function generate(options: InterleavedOptions): Promise<OpenLoopRes
  * after its warm-up (when back to back, a pool left idle while the others had their share would
  * have closed its connections again), the rest in rotation.
  */
-function schedule(
+export function schedule(
   options: InterleavedOptions,
 ): { variant: number; counted: boolean; end: number }[] {
   const share = Math.round(options.rate * options.seconds);
@@ -238,15 +250,20 @@ class Tally {
   sent = 0;
   completed = 0;
   errors = 0;
+  firstDueAt = NaN;
+  /** In the order they were answered. */
   readonly latencies: Float64Array;
+  /** In the order they were due. */
+  readonly byDue: Float64Array;
   readonly lags: Float64Array;
 
   constructor(size: number) {
     this.latencies = new Float64Array(size);
+    this.byDue = new Float64Array(size).fill(NaN);
     this.lags = new Float64Array(size);
   }
 
-  result(): OpenLoopResult {
+  result(keepAnswers: boolean): OpenLoopResult {
     const done = this.latencies.subarray(0, this.completed).sort();
     return {
       sent: this.sent,
@@ -256,6 +273,9 @@ class Tally {
       p99Ms: percentile(done, 99),
       maxMs: this.completed > 0 ? done[this.completed - 1]! : NaN,
       lagP99Ms: percentile(this.lags.subarray(0, this.sent).sort(), 99),
+      ...(keepAnswers
+        ? { answers: { firstDueAt: this.firstDueAt, latencies: this.byDue.slice(0, this.sent) } }
+        : {}),
     };
   }
 }
@@ -265,11 +285,14 @@ class Shot implements Dispatcher.DispatchHandler {
   #status = 0;
   readonly #due: number;
   #tally: Tally | null;
+  /** Its place among its tally's requests, in the order they were due. */
+  readonly #index: number;
   readonly #settle: () => void;
 
-  constructor(due: number, tally: Tally, settle: () => void) {
+  constructor(due: number, tally: Tally, index: number, settle: () => void) {
     this.#due = due;
     this.#tally = tally;
+    this.#index = index;
     this.#settle = settle;
   }
 
@@ -294,7 +317,11 @@ class Shot implements Dispatcher.DispatchHandler {
     const tally = this.#tally;
     if (!tally) return;
     this.#tally = null;
-    if (status > 0) tally.latencies[tally.completed++] = performance.now() - this.#due;
+    if (status > 0) {
+      const ms = performance.now() - this.#due;
+      tally.latencies[tally.completed++] = ms;
+      tally.byDue[this.#index] = ms;
+    }
     if (status === 0 || status >= 400) tally.errors++;
     this.#settle();
   }

@@ -12,11 +12,9 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Pool, type Dispatcher } from 'undici';
-import { percentile, wrk, type Target } from './loadgen.ts';
+import { openLoop, percentile, wrk } from './loadgen.ts';
 import { viaBroker, writeLines } from './scenarios.ts';
 import { BenchStack } from './stack.ts';
 
@@ -47,11 +45,18 @@ try {
   const server = bare ? stack.bare! : stack.brokers[0]!;
   const lines = writeLines(stack.logDir, 'lines.txt', targets);
   await wrk({ origin: server.url, linesFile: lines, connections: 50, threads: 2, seconds: 5 });
-  await record(server.url, targets, 2); // the pool opens its connections
   const redisCalls = commandCounts(stack.redis.url);
-  const startedAt = Date.now();
-  const latencies = await record(server.url, targets, seconds);
+  // Two seconds first, not counted, in which the generator's pool opens its connections.
+  const { answers } = await openLoop({
+    origin: server.url,
+    targets,
+    rate,
+    seconds,
+    warmupMs: 2000,
+    keepAnswers: true,
+  });
   const after = commandCounts(stack.redis.url);
+  const { firstDueAt: startedAt, latencies } = answers!;
   const ran = Object.entries(after)
     .map(([name, calls]) => [name, calls - (redisCalls[name] ?? 0)] as const)
     .filter(([, calls]) => calls > 0)
@@ -74,7 +79,7 @@ try {
   console.log(
     `answers, ms: p50 ${ms(50)} p90 ${ms(90)} p99 ${ms(99)} p99.9 ${ms(99.9)} max ${ms(100)}`,
   );
-  console.log(`Redis ran: ${ran.join(', ') || 'nothing'}`);
+  console.log(`Redis ran (the warm-up's two seconds too): ${ran.join(', ') || 'nothing'}`);
   console.log(`collections: ${kinds.join(', ') || 'none'}; ${sum(inGcs)} ms in all`);
   console.log(
     `loop late by more than 4 ms: ${inLate.length} times, ${sum(inLate)} ms in all, longest ${longest(inLate)} ms`,
@@ -100,44 +105,6 @@ try {
 } finally {
   await stack.close();
   rmSync(stallFile, { force: true });
-}
-
-/** One open loop at `rate` for `secs`: each answer's latency from its due time (NaN: failed). */
-async function record(origin: string, targets: Target[], secs: number): Promise<Float64Array> {
-  const pool = new Pool(origin, { connections: 256 });
-  const total = Math.round(rate * secs);
-  const latencies = new Float64Array(total).fill(NaN);
-  const start = performance.now() + 5;
-  let sent = 0;
-  let settled = 0;
-  await new Promise<void>((resolve) => {
-    const settle = () => {
-      if (++settled === total) resolve();
-    };
-    const tick = () => {
-      while (sent < total && start + (sent * 1000) / rate <= performance.now()) {
-        const i = sent++;
-        const due = start + (i * 1000) / rate;
-        const target = targets[i % targets.length]!;
-        const handler: Dispatcher.DispatchHandler = {
-          onRequestStart() {},
-          onResponseStart() {},
-          onResponseData() {},
-          onResponseEnd() {
-            latencies[i] = performance.now() - due;
-            settle();
-          },
-          onResponseError: settle,
-        };
-        const headers = { authorization: `Bearer ${target.token}` };
-        pool.dispatch({ path: target.path, method: 'GET', headers }, handler);
-      }
-      if (sent < total) setTimeout(tick, 1);
-    };
-    setTimeout(tick, 5);
-  });
-  await pool.close();
-  return latencies;
 }
 
 /** Runs of answers above `slowMs`, those less than 20 answers apart taken as one. */
