@@ -191,24 +191,26 @@ function table(r: Results): string {
     ok === undefined ? '' : ok ? (aim ? 'met (aim met)' : 'met') : 'NOT met';
   const rows: string[][] = [];
   const s1r = r.s1;
+  // S1's targets are issue 17's (throughput, CPU per request, open-loop p99); the aims are the
+  // first performance issue's, unchanged.
   if (s1r) {
     const t = s1r.ratioThroughput.median;
     rows.push([
       'S1 50 conns',
       'throughput B/b',
       sp(s1r.ratioThroughput),
-      '>= 0.60',
+      '>= 0.68',
       '>= 0.80',
-      mark(t >= 0.6, t >= 0.8),
+      mark(t >= 0.68, t >= 0.8),
     ]);
     const c = s1r.ratioCpu.median;
     rows.push([
       'S1 50 conns',
       'CPU/req broker ÷ bare proxy',
       `${sp(s1r.ratioCpu)}x`,
-      '<= 1.8x',
+      '<= 1.6x',
       '<= 1.3x',
-      mark(c <= 1.8, c <= 1.3),
+      mark(c <= 1.6, c <= 1.3),
     ]);
     const a = s1r.addedP50Ms.median;
     rows.push([
@@ -224,9 +226,9 @@ function table(r: Results): string {
       'S1 open loop 1000/s',
       'p99 B/b',
       `${sp(s1r.ratioOpenP99)}x`,
-      '<= 1.3x',
+      '<= 1.5x',
       '<= 1.1x',
-      mark(o <= 1.3, o <= 1.1),
+      mark(o <= 1.5, o <= 1.1),
     ]);
     const st = s1r.ratioStart.median;
     rows.push([
