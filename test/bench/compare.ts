@@ -152,7 +152,7 @@ try {
         variants: order.map((v) => ({ origin: v.proc.url, targets: v.targets })),
         rate: openRate,
         seconds,
-        sliceMs: openSliceMs || seconds * 1000,
+        sliceMs: openSliceMs,
         warmupMs: 500,
       });
       order.forEach((v, i) => {

@@ -98,8 +98,8 @@ export interface InterleavedOptions {
   rate: number;
   /** Each variant's share: the whole load lasts this times the number of variants. */
   seconds: number;
-  /** How long each turn lasts. */
-  sliceMs: number;
+  /** How long each turn lasts; absent or 0: a whole share each, back to back. */
+  sliceMs?: number;
   /**
    * A first turn of each variant, this long, sent and not counted: each variant's pool opens its
    * connections then, and the servers met a burst of new connections there, not the load measured.
@@ -131,7 +131,6 @@ export async function openLoop(
   const [result] = await openLoopInterleaved({
     ...rest,
     variants: [{ origin, targets }],
-    sliceMs: options.seconds * 1000,
     ...(onTick ? { onTick } : {}),
   });
   return result!;
@@ -139,7 +138,7 @@ export async function openLoop(
 
 /**
  * The same open loop, its requests sent to each variant in turn for `sliceMs` at a time (the
- * first turn to `variants[0]`; a `sliceMs` of the whole share: one after the other), each
+ * first turn to `variants[0]`; without `sliceMs`: one after the other), each
  * variant's latencies counted apart. Servers measured one after the other see different stretches
  * of a shared host's noise, seconds of it at a time; in turns of a fraction of a second each sees
  * much the same, but is idle between its turns, which is not the load of a sustained rate: the
@@ -229,7 +228,9 @@ export function schedule(
   options: InterleavedOptions,
 ): { variant: number; counted: boolean; end: number }[] {
   const share = Math.round(options.rate * options.seconds);
-  const perTurn = Math.max(1, Math.round((options.sliceMs / 1000) * options.rate));
+  const perTurn = options.sliceMs
+    ? Math.max(1, Math.round((options.sliceMs / 1000) * options.rate))
+    : share;
   const warm = Math.round(((options.warmupMs ?? 0) / 1000) * options.rate);
   const phases: { variant: number; counted: boolean; end: number }[] = [];
   let end = 0;

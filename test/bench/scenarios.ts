@@ -225,7 +225,7 @@ export async function s1(
       variants: order.map((v) => ({ origin: origin[v], targets: targets[v]! })),
       rate: options.openRate,
       seconds: options.seconds,
-      sliceMs: options.openSliceMs || options.seconds * 1000,
+      sliceMs: options.openSliceMs,
       warmupMs: 500,
     });
     const p99: Record<string, OpenLoopResult> = {};

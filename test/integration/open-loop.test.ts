@@ -33,12 +33,13 @@ describe('the open-loop generator', () => {
 
   it('gives each variant its warm-up right before its first counted turn', () => {
     const options = { variants: [share('a'), share('b')], rate: 1000, seconds: 0.1, warmupMs: 10 };
-    const turns = (sliceMs: number) =>
-      schedule({ ...options, sliceMs }).map(
+    const turns = (sliceMs?: number) =>
+      schedule(sliceMs === undefined ? options : { ...options, sliceMs }).map(
         (p) => `${'ab'[p.variant]}${p.counted ? '' : '-warm'}:${p.end}`,
       );
     // Back to back: a's warm-up, a's share, then b's, so that no pool idles between the two.
     expect(turns(100)).toEqual(['a-warm:10', 'a:110', 'b-warm:120', 'b:220']);
+    expect(turns()).toEqual(turns(100));
     expect(turns(40)).toEqual([
       'a-warm:10',
       'a:50',
