@@ -11,13 +11,14 @@
  * `--bare`: the bare proxy instead (baseline b, the same load), the floor a Node proxy over undici
  * allocates.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { wrk } from './loadgen.ts';
 import { viaBroker, writeLines } from './scenarios.ts';
 import { placeOf, type CallFrame } from './frames.ts';
+import { writtenFile } from './procs.ts';
 import { BenchStack } from './stack.ts';
 
 const { values } = parseArgs({
@@ -47,6 +48,7 @@ const stack = await BenchStack.start(1, {
   ...(values.main === undefined ? {} : { mains: [values.main] }),
 });
 let requests = 0;
+let profile: string;
 try {
   const sessions = await stack.createSessions(1000);
   const lines = writeLines(stack.logDir, 'broker.txt', viaBroker(sessions));
@@ -66,8 +68,7 @@ try {
   const result = await load(Number(values.seconds));
   requests = result.requests;
   measured.signal('SIGUSR2');
-  for (let i = 0; i < 100 && !existsSync(file); i++)
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  profile = await writtenFile(file);
   console.log(
     `${result.requests} requests at ${result.rps.toFixed(0)} req/s, ${result.errors} errors`,
   );
@@ -80,7 +81,7 @@ interface Node {
   selfSize: number;
   children: Node[];
 }
-const { head } = JSON.parse(readFileSync(file, 'utf8')) as { head: Node };
+const { head } = JSON.parse(profile) as { head: Node };
 const fn = new Map<string, number>();
 const pkg = new Map<string, number>();
 let total = 0;

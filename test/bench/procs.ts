@@ -30,6 +30,23 @@ export function rssBytes(pid: number): number {
   return Number(kb ?? 0) * 1024;
 }
 
+/**
+ * The text of `file` once a process running one of the bench's hooks has written it (each writes
+ * its file whole and renames it into place, so it is never read half written), polled for up to
+ * `timeoutMs`.
+ */
+export async function writtenFile(file: string, timeoutMs = 10_000): Promise<string> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (error) {
+      if (Date.now() > end) throw new Error(`nothing wrote ${file}`, { cause: error });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
 async function waitHttp(url: string, deadlineMs = 20_000): Promise<void> {
   const end = Date.now() + deadlineMs;
   for (;;) {

@@ -27,7 +27,7 @@ if (file) {
     last = now;
   }, 1).unref();
   process.on('SIGUSR2', () => {
-    writeFileSync(`${file}.tmp`, JSON.stringify({ gcs, late }));
-    renameSync(`${file}.tmp`, file);
+    writeFileSync(`${file}.part`, JSON.stringify({ gcs, late }));
+    renameSync(`${file}.part`, file);
   });
 }

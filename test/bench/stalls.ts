@@ -9,13 +9,14 @@
  * long collection, a Redis round trip) can be told from a host that holds every process up.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { openLoop, percentile, wrk } from './loadgen.ts';
 import { viaBroker, writeLines } from './scenarios.ts';
+import { writtenFile } from './procs.ts';
 import { BenchStack } from './stack.ts';
 
 const { values } = parseArgs({
@@ -62,7 +63,10 @@ try {
     .filter(([, calls]) => calls > 0)
     .map(([name, calls]) => `${name} ${calls}`);
   process.kill(server.pid, 'SIGUSR2');
-  const { gcs, late } = await readStalls(stallFile);
+  const { gcs, late } = JSON.parse(await writtenFile(stallFile)) as {
+    gcs: number[][];
+    late: number[][];
+  };
   const within = ([at]: number[]) => at! >= startedAt && at! <= startedAt + seconds * 1000;
   const [inGcs, inLate] = [gcs.filter(within), late.filter(within)];
 
@@ -128,15 +132,4 @@ function commandCounts(url: string): Record<string, number> {
   return Object.fromEntries(
     [...info.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].map((m) => [m[1]!, Number(m[2])]),
   );
-}
-
-async function readStalls(file: string): Promise<{ gcs: number[][]; late: number[][] }> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    try {
-      return JSON.parse(readFileSync(file, 'utf8')) as { gcs: number[][]; late: number[][] };
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
-  throw new Error(`the server wrote no ${file}`);
 }
