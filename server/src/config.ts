@@ -38,8 +38,8 @@ export interface Config {
   logLevel: string;
   refreshAheadMs: number;
   /**
-   * No refresh on an upstream 401 within this long of the connection's last successful refresh
-   * (REFRESH_MIN_INTERVAL_SECONDS, default 60): the 401 is passed on instead.
+   * After a refresh that did not cure an upstream 401, that connection's 401s are passed on
+   * without a refresh for this long (REFRESH_MIN_INTERVAL_SECONDS, default 60).
    */
   refreshMinIntervalMs: number;
   /** Bound on one token request (TOKEN_TIMEOUT_MS, default 10 s). */

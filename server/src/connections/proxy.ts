@@ -87,13 +87,18 @@ export interface CallTokens {
   usable(sid: string, loaded: LoadedConnection, reason?: RefreshReason): Promise<LoadedConnection>;
   /** Whether an upstream 401 may refresh this record (the refresh budget); else it is passed on. */
   mayRefreshOnRejection(record: ConnectionRecord): boolean;
+  /** The retry with a refreshed token was refused too: hold back 401-triggered refreshes a while. */
+  uncured(sid: string, loaded: LoadedConnection): Promise<void>;
 }
 
 /**
  * Forwards `/connections/:id/api/<path>` to `{api_url}/<path>` with the connection's access token.
- * One call makes one upstream request, or two when the first is answered 401, the refresh budget
- * allows a refresh, and the refresh gave a new token. Any other 401 is passed on as the license
- * API's answer (without the broker's error mark).
+ * One call makes one upstream request, or two when the first is answered 401: then the token is
+ * refreshed once (or the refresh another call made is used) and the call retried with the new
+ * token, as the provider's specification asks. When the refresh fails the connection is
+ * disconnected (reauthorization_required). When the retry is refused too, that 401 is about the
+ * path, not the token: it is passed on as the license API's answer (without the broker's error
+ * mark), and so is every 401 of that connection for the refresh budget's window.
  */
 export function createProxy(deps: ProxyDeps) {
   const timeoutMs = deps.timeoutMs ?? 30_000;
@@ -175,6 +180,11 @@ export function createProxy(deps: ProxyDeps) {
         current = await tokens.usable(sid, current, { kind: 'rejected', accessToken });
         if (!current.record.tokens) throw reauthorize();
         answer = await send(req, body, res, target, current.record.tokens.accessToken, relayed);
+        // Already answered: the hold is the connection's business, not this call's.
+        if (answer.status === 401)
+          await tokens.uncured(sid, current).catch((error: unknown) => {
+            deps.log.warn({ err: error }, 'could not hold back refreshes after an uncured 401');
+          });
       }
       if (!answer.relayed)
         throw new BrokerError(

@@ -18,8 +18,11 @@ export interface ConnectionRecord {
   disconnectedReason?: DisconnectedReason;
   /** The last refresh got no usable answer: the provider may have rotated without telling us. */
   refreshLost?: boolean;
-  /** When the tokens were last refreshed (not set by the code exchange): the refresh budget. */
-  refreshedAt?: number;
+  /**
+   * When a refresh last failed to cure an upstream 401 (the retry with the new token was refused
+   * too): the refresh budget (refresh/policy.ts, mayRefreshOnRejection).
+   */
+  uncuredAt?: number;
 }
 
 export interface LoadedConnection {

@@ -53,16 +53,19 @@ export function stillUsable(record: ConnectionRecord, reason: RefreshReason, now
 }
 
 /**
- * Whether an upstream 401 to this record's access token may trigger a refresh: not within
- * `minIntervalMs` of its last successful refresh, so that a path that always answers 401 cannot
- * turn the broker into a refresh pump under the shared client secret. Pure.
+ * Whether an upstream 401 to this record's access token may trigger a refresh (the provider's rule:
+ * on a 401, refresh once and retry). Always, unless a refresh lately failed to cure a 401 of this
+ * connection (`uncuredAt`: the retry with the new token was refused too): that 401 is about the
+ * path, not the token, and for `holdMs` after it further 401s are passed on as the license API's
+ * answer, so that a path that always answers 401 cannot turn the broker into a refresh pump under
+ * the shared client secret. Pure.
  */
 export function mayRefreshOnRejection(
   record: ConnectionRecord,
   now: number,
-  minIntervalMs: number,
+  holdMs: number,
 ): boolean {
-  return record.refreshedAt === undefined || now - record.refreshedAt >= minIntervalMs;
+  return record.uncuredAt === undefined || now - record.uncuredAt >= holdMs;
 }
 
 /** Exponential back-off after transient refresh failures: 1 s, 2 s, 4 s … capped at 60 s. */
