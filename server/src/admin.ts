@@ -8,14 +8,15 @@
  *   drop-session <sid>          delete one session and its connections (sid: the session's key id)
  *   drop-session --connection <id>
  *                               the same, for the session that holds this connection
- *   events                      events waiting for delivery, and the dead letters (given up on)
+ *   events                      events waiting for delivery, and the newest dead letters
+ *   events sweep                schedule every outbox in Redis (a SCAN: after instances died)
  */
 import { createAdmin } from './ops/admin-commands.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { createRedis } from './store/redis/clients.ts';
 
 const USAGE =
-  'usage: admin stats | reencrypt | drop-session <sid> | drop-session --connection <id> | events';
+  'usage: admin stats | reencrypt | drop-session <sid> | drop-session --connection <id> | events [sweep]';
 
 async function main(args: string[]): Promise<number> {
   let config;
@@ -44,6 +45,8 @@ async function main(args: string[]): Promise<number> {
     if (command === 'stats') result = await admin.stats();
     else if (command === 'reencrypt') result = await admin.reencrypt();
     else if (command === 'events' && rest.length === 0) result = await admin.events();
+    else if (command === 'events' && rest[0] === 'sweep' && rest.length === 1)
+      result = await admin.sweepEvents();
     else if (command === 'drop-session' && rest[0] === '--connection' && rest[1])
       result = await admin.dropSessionOf(rest[1]);
     else if (command === 'drop-session' && rest.length === 1 && rest[0])

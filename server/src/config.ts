@@ -1,4 +1,4 @@
-import { parseWebhookSecret } from './ops/events.ts';
+import { DEFAULT_EVENT_LIMITS, parseWebhookSecret, type EventLimits } from './ops/events.ts';
 import { DEV_EXTENSION_REDIRECT_URLS } from '@baton/shared';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
@@ -63,6 +63,8 @@ export interface Config {
   /** Where connection events are POSTed, signed with the secret; both or neither. */
   /** Where events go, signed with each secret (Standard Webhooks keys, decoded). */
   eventsWebhook: { url: string; secrets: Buffer[] } | undefined;
+  /** EVENTS_OUTBOX_MAX, EVENTS_BACKLOG_MAX, EVENTS_DEAD_LETTERS_MAX (docs/events.md). */
+  eventLimits: EventLimits;
 }
 
 const DEV = {
@@ -142,6 +144,24 @@ const schema = z.object({
       'must be whsec_ and the base64 of 24 to 64 random bytes (echo "whsec_$(openssl rand -base64 32)"); during a rotation, several, comma-separated',
     )
     .optional(),
+  EVENTS_OUTBOX_MAX: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(100_000)
+    .default(DEFAULT_EVENT_LIMITS.perSession),
+  EVENTS_BACKLOG_MAX: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(100_000_000)
+    .default(DEFAULT_EVENT_LIMITS.backlog),
+  EVENTS_DEAD_LETTERS_MAX: z.coerce
+    .number()
+    .int()
+    .min(16)
+    .max(10_000_000)
+    .default(DEFAULT_EVENT_LIMITS.deadLetters),
 });
 
 /** Thrown with every problem named, so an operator fixes them all in one go. */
@@ -371,6 +391,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
             ),
           }
         : undefined,
+    eventLimits: {
+      ...DEFAULT_EVENT_LIMITS,
+      perSession: values.EVENTS_OUTBOX_MAX,
+      backlog: values.EVENTS_BACKLOG_MAX,
+      deadLetters: values.EVENTS_DEAD_LETTERS_MAX,
+    },
   };
 }
 

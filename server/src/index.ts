@@ -1,7 +1,7 @@
 export { createApp, type AppDeps, type BrokerApp } from './http/app.ts';
 export { loadConfig, ConfigError, type Config } from './config.ts';
 export { createLogger } from './ops/logger.ts';
-export { keys } from './store/keys.ts';
+export { EVENT_SHARDS, eventShard, keys } from './store/keys.ts';
 export { createMemoryStore } from './store/memory.ts';
 export { createRedisStore, LIVENESS_MS } from './store/redis/store.ts';
 export { createRedisClient, trackedAnswers } from './store/redis/clients.ts';
@@ -19,3 +19,5 @@ export type { RedisClient } from './store/redis/clients.ts';
 export { configureServer } from './http/listener.ts';
 export { createOutbox, parseWebhookSecret, type BrokerEvent } from './ops/events.ts';
 export { createDelivery } from './ops/event-delivery.ts';
+export { createAdmin } from './ops/admin-commands.ts';
+export { parseKeyring } from './crypto.ts';

@@ -15,7 +15,7 @@ import { metricsApp } from './http/metrics-route.ts';
 import { createMetrics } from './ops/metrics.ts';
 import { createShutdown } from './ops/shutdown.ts';
 import { bounded } from './store/redis/store.ts';
-import { createRedis, scanKeys, type Redis } from './store/redis/clients.ts';
+import { createRedis } from './store/redis/clients.ts';
 import { storeDeps } from './http/stores.ts';
 
 /** Reads the environment, connects the store, listens, and shuts down gracefully on SIGTERM. */
@@ -84,11 +84,17 @@ async function main(): Promise<void> {
         fetch,
         now: Date.now,
         log,
-        ...(redis && { outboxes: () => outboxSessions(redis) }),
+        limits: config.eventLimits,
       })
     : undefined;
   const events = delivery
-    ? createOutbox({ store, now: Date.now, wake: () => delivery.wake() })
+    ? createOutbox({
+        store,
+        now: Date.now,
+        limits: config.eventLimits,
+        wake: () => delivery.wake(),
+        onFull: (sid) => delivery.trim(sid),
+      })
     : undefined;
   delivery?.start();
   if (delivery) metrics.observeEvents(delivery);
@@ -174,13 +180,5 @@ function packageVersion(): string {
     return manifest.version ?? 'unknown';
   } catch {
     return 'unknown';
-  }
-}
-
-/** The session of every outbox in Redis (for the delivery's sweep). */
-async function* outboxSessions(redis: Redis): AsyncGenerator<string> {
-  for await (const key of scanKeys(redis, 'baton:{*}:outbox')) {
-    const sid = /^baton:\{([^}]+)\}:outbox$/.exec(key)?.[1];
-    if (sid !== undefined) yield sid;
   }
 }

@@ -96,7 +96,7 @@ export function createConnectionRepository(
     const ttlMs = await sessions.remainingMs(sid);
     if (ttlMs === null) throw invalidSession();
     const sealed = sealer.seal(JSON.stringify(record), aad(sid, record.id));
-    const outbox = event ? events.record(sid, event) : null;
+    const outbox = event ? await events.record(sid, event) : null;
     const written = await store.setVersioned(
       keys.connection(sid, record.id),
       version,
@@ -138,14 +138,15 @@ export function createConnectionRepository(
       return store.setMembers(keys.connectionIds(sid));
     },
 
-    /** Removes the connection; `event`, if given, is recorded in the same step. */
+    /**
+     * Removes the connection; `event`, if given, is recorded in the same step, and only when the
+     * record was there: of concurrent removals, one reports it.
+     */
     async remove(sid: string, id: string, event?: BrokerEvent): Promise<void> {
       const gone = [keys.connection(sid, id), keys.refreshLock(sid, id), keys.backoff(sid, id)];
-      const outbox = event ? events.record(sid, event) : null;
-      if (outbox) {
-        await store.delRecording(gone, outbox);
-        await events.recorded(sid);
-      } else await store.del(...gone);
+      const outbox = event ? await events.record(sid, event) : null;
+      if (!outbox) await store.del(...gone);
+      else if (await store.delRecording(gone, outbox)) await events.recorded(sid);
       await store.setRemove(keys.connectionIds(sid), id);
       for (const status of ['connected', 'disconnected'] as const)
         await store.indexRemove(keys.connectionIndex(status), member(sid, id));

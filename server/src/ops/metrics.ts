@@ -3,12 +3,15 @@ import type { TokenCounters } from '../connections/refresh/service.ts';
 import { randomToken } from '../crypto.ts';
 import { keys } from '../store/keys.ts';
 import type { Store } from '../store/types.ts';
-import type { DeliveryCounters } from './event-delivery.ts';
+import type { DeadLetterReason, DeliveryCounters } from './event-delivery.ts';
+import type { EventLimits } from './events.ts';
 
 /** The webhook delivery, as the metrics read it (ops/event-delivery.ts). */
 export interface EventsSource {
   counters: DeliveryCounters;
-  backlog(): Promise<{ sessions: number; deadLetters: number }>;
+  backlog(): Promise<{ sessions: number; events: number; deadLetters: number }>;
+  /** The caps the backlog is held to (EVENTS_OUTBOX_MAX, EVENTS_BACKLOG_MAX, ...). */
+  limits: EventLimits;
 }
 
 /** What the metrics read at scrape time: cheap counters kept elsewhere, and the index counts. */
@@ -145,8 +148,9 @@ export function createMetrics(options: { version?: string } = {}): Metrics {
   });
 
   let events: EventsSource | undefined;
-  const seenEvents: Partial<Record<keyof DeliveryCounters, number>> = {};
-  const eventCounter = (name: string, help: string, field: keyof DeliveryCounters) =>
+  type Counted = 'delivered' | 'failedAttempts' | 'deadLettersDropped';
+  const seenEvents: Partial<Record<Counted, number>> = {};
+  const eventCounter = (name: string, help: string, field: Counted) =>
     new Counter({
       name,
       help,
@@ -168,14 +172,31 @@ export function createMetrics(options: { version?: string } = {}): Metrics {
     'Delivery attempts of this instance that failed (no answer, a timeout, or not 2xx): tried again later.',
     'failedAttempts',
   );
+  const seenDead: Partial<Record<DeadLetterReason, number>> = {};
+  new Counter({
+    name: 'baton_events_dead_lettered_total',
+    help: 'Events this instance set aside as dead letters (see `admin events`), by reason: expired (undelivered 24 h after they were recorded), outbox_full (past EVENTS_OUTBOX_MAX in one session), backlog_full (past EVENTS_BACKLOG_MAX in all).',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      if (!events) return;
+      for (const [reason, value] of Object.entries(events.counters.deadLettered) as [
+        DeadLetterReason,
+        number,
+      ][]) {
+        this.inc({ reason }, value - (seenDead[reason] ?? 0));
+        seenDead[reason] = value;
+      }
+    },
+  });
   eventCounter(
-    'baton_events_dead_lettered_total',
-    'Events this instance gave up on after the delivery window (see `admin events`).',
-    'deadLettered',
+    'baton_events_dead_letters_dropped_total',
+    'Dead letters this instance dropped to keep them within EVENTS_DEAD_LETTERS_MAX and their 30 days.',
+    'deadLettersDropped',
   );
   new Gauge({
     name: 'baton_events_backlog',
-    help: 'What waits in Redis, across every instance (reported by one instance at a time): sessions with events due, and dead letters.',
+    help: 'What waits in Redis, across every instance (reported by one instance at a time): sessions with events due, events waiting for delivery, and dead letters.',
     labelNames: ['kind'],
     registers: [registry],
     async collect() {
@@ -183,12 +204,26 @@ export function createMetrics(options: { version?: string } = {}): Metrics {
       if (!events) return;
       try {
         if (!(await reportsStoreWide())) return;
-        const { sessions, deadLetters } = await events.backlog();
+        const { sessions, events: waiting, deadLetters } = await events.backlog();
         this.set({ kind: 'sessions_due' }, sessions);
+        this.set({ kind: 'events' }, waiting);
         this.set({ kind: 'dead_letters' }, deadLetters);
       } catch {
         redisErrors.inc();
       }
+    },
+  });
+  new Gauge({
+    name: 'baton_events_limit',
+    help: 'The caps on what waits for delivery: events per session (outbox), events in all (backlog), dead letters kept.',
+    labelNames: ['kind'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (!events) return;
+      this.set({ kind: 'outbox' }, events.limits.perSession);
+      this.set({ kind: 'backlog' }, events.limits.backlog);
+      this.set({ kind: 'dead_letters' }, events.limits.deadLetters);
     },
   });
 

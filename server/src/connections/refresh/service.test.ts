@@ -193,7 +193,11 @@ function instances(count: number, startAt = NOW) {
   const calls: string[] = [];
   /** Events land in a list of the store, with the write that reports them. */
   const sink: EventSink = {
-    record: (_sid, event) => ({ key: 'outbox', entry: JSON.stringify(event), ttlMs: 60_000 }),
+    record: async (_sid, event) => ({
+      key: 'outbox',
+      entry: JSON.stringify(event),
+      ttlMs: 60_000,
+    }),
     recorded: async () => {},
   };
   const events = async () =>

@@ -17,11 +17,38 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 if KEYS[2] then push(2, 4) end
 return 1`;
 
-/** Deletes every key but the last, and appends to the last (an outbox) in the same step. */
+/**
+ * Deletes every key but the last and, only when the first existed, appends to the last (an outbox)
+ * in the same step: concurrent deletions record one event.
+ */
 const DEL_RECORDING = `${PUSH}
-for i = 1, #KEYS - 1 do redis.call('DEL', KEYS[i]) end
+if redis.call('DEL', KEYS[1]) == 0 then return 0 end
+for i = 2, #KEYS - 1 do redis.call('DEL', KEYS[i]) end
 push(#KEYS, 1)
 return 1`;
+
+/** ZADD (NX when ARGV[3] is 1), then the schedule lives at least ARGV[4] ms (0: as it was). */
+const SCHEDULE_PUT = `
+if ARGV[3] == '1' then redis.call('ZADD', KEYS[1], 'NX', ARGV[1], ARGV[2])
+else redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2]) end
+local keep = tonumber(ARGV[4])
+if keep > 0 and redis.call('PTTL', KEYS[1]) < keep then redis.call('PEXPIRE', KEYS[1], keep) end
+return 1`;
+
+const COUNTER_ADD = `
+local value = redis.call('INCRBY', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return value`;
+
+/** ARGV: member, at, max count, min at, ttl. Answers how many members were dropped. */
+const LOG_ADD = `
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+local dropped = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])
+local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[3])
+if over > 0 then dropped = dropped + redis.call('ZREMRANGEBYRANK', KEYS[1], 0, over - 1) end
+local ttl = tonumber(ARGV[5])
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+return dropped`;
 
 const LIST_PUSH = `${PUSH}
 push(1, 1)
@@ -225,8 +252,14 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
       return written;
     },
     delRecording: async (keys, outbox) => {
-      await script(DEL_RECORDING, [...keys, outbox.key], [outbox.entry, String(outbox.ttlMs)]);
-      await replicated(outbox.key);
+      const recorded =
+        (await script(
+          DEL_RECORDING,
+          [...keys, outbox.key],
+          [outbox.entry, String(outbox.ttlMs)],
+        )) === 1;
+      if (recorded) await replicated(outbox.key);
+      return recorded;
     },
     listPush: async (key, value, ttlMs) => {
       await script(LIST_PUSH, [key], [value, String(ttlMs)]);
@@ -246,14 +279,15 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     ],
     listLength: async (key) => Number(await guard(() => redis.sendCommand(key, ['LLEN', key]))),
     schedulePut: async (key, member, atMs, options = {}) => {
-      await guard(() =>
-        redis.sendCommand(key, [
-          'ZADD',
-          key,
-          ...(options.onlyIfAbsent === true ? ['NX'] : []),
+      await script(
+        SCHEDULE_PUT,
+        [key],
+        [
           String(atMs),
           member,
-        ]),
+          options.onlyIfAbsent === true ? '1' : '0',
+          String(options.keepMs ?? 0),
+        ],
       );
       await replicated(key);
     },
@@ -263,7 +297,7 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
           'ZRANGE',
           key,
           '-inf',
-          String(atMs),
+          atMs === Infinity ? '+inf' : String(atMs),
           'BYSCORE',
           'LIMIT',
           '0',
@@ -276,6 +310,31 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
       await replicated(key);
     },
     scheduleSize: async (key) => Number(await guard(() => redis.sendCommand(key, ['ZCARD', key]))),
+    counterAdd: async (key, delta, ttlMs) =>
+      Number(await script(COUNTER_ADD, [key], [String(delta), String(ttlMs)])),
+    logAdd: async (key, member, atMs, bounds) => {
+      const dropped = Number(
+        await script(
+          LOG_ADD,
+          [key],
+          [
+            member,
+            String(atMs),
+            String(bounds.maxCount),
+            String(bounds.minAtMs),
+            String(bounds.ttlMs),
+          ],
+        ),
+      );
+      await replicated(key);
+      return dropped;
+    },
+    logNewest: async (key, limit) => [
+      ...((await guard(() =>
+        redis.sendCommand(key, ['ZRANGE', key, '0', String(limit - 1), 'REV']),
+      )) as Iterable<string>),
+    ],
+    logSize: async (key) => Number(await guard(() => redis.sendCommand(key, ['ZCARD', key]))),
     setAdd: async (key, member, ttlMs) => {
       await script(SET_ADD, [key], [member, String(ttlMs)]);
       await replicated(key);
