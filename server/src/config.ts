@@ -63,6 +63,11 @@ export interface Config {
   /** Where connection events are POSTed, signed with the secret; both or neither. */
   /** Where events go, signed with each secret (Standard Webhooks keys, decoded). */
   eventsWebhook: { url: string; secrets: Buffer[] } | undefined;
+  /**
+   * Whether a caller's sampled flag decides whether its request is traced
+   * (TRACE_TRUST_CALLER_SAMPLING, default false: the configured sampler's own rule does).
+   */
+  traceTrustCallerSampling: boolean;
   /** EVENTS_OUTBOX_MAX, EVENTS_BACKLOG_MAX, EVENTS_DEAD_LETTERS_MAX (docs/events.md). */
   eventLimits: EventLimits;
 }
@@ -144,6 +149,7 @@ const schema = z.object({
       'must be whsec_ and the base64 of 24 to 64 random bytes (echo "whsec_$(openssl rand -base64 32)"); during a rotation, several, comma-separated',
     )
     .optional(),
+  TRACE_TRUST_CALLER_SAMPLING: z.enum(['true', 'false']).default('false'),
   EVENTS_OUTBOX_MAX: z.coerce
     .number()
     .int()
@@ -391,6 +397,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
             ),
           }
         : undefined,
+    traceTrustCallerSampling: values.TRACE_TRUST_CALLER_SAMPLING === 'true',
     eventLimits: {
       ...DEFAULT_EVENT_LIMITS,
       perSession: values.EVENTS_OUTBOX_MAX,

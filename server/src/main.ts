@@ -37,7 +37,9 @@ async function main(): Promise<void> {
   }
 
   // OTEL_* may ask for traces; off by default, and then the SDK is never loaded.
-  const stopTracing = await startTracing(process.env);
+  const stopTracing = await startTracing(process.env, {
+    trustCallerSampling: config.traceTrustCallerSampling,
+  });
   if (stopTracing) log.info('tracing on (OpenTelemetry, configured by OTEL_*)');
   const metrics = createMetrics({ version: packageVersion() });
   const redis = config.redis
