@@ -11,6 +11,7 @@ import {
   type Span,
   type SpanOptions,
 } from '@opentelemetry/api';
+import type * as SdkTrace from '@opentelemetry/sdk-trace';
 import type {
   IncomingHttpHeaders,
   IncomingMessage,
@@ -101,7 +102,7 @@ export async function startTracing(
   };
 }
 
-type Samplers = typeof import('@opentelemetry/sdk-trace');
+type Samplers = typeof SdkTrace;
 
 /**
  * The sampler OTEL_TRACES_SAMPLER and its argument name (as the SDK reads them; default
