@@ -2,6 +2,7 @@ import type { Connection, DisconnectedReason } from '@baton/shared';
 import type { Sealer } from '../crypto.ts';
 import { invalidSession } from '../errors.ts';
 import { noEvents, type BrokerEvent, type EventSink } from '../ops/events.ts';
+import { trimOldest } from '../store/bounded.ts';
 import { keys } from '../store/keys.ts';
 import { DEFAULT_SESSION_LIFETIME, type Sessions } from './sessions.ts';
 import type { TokenSet } from '../oauth/provider.ts';
@@ -73,10 +74,7 @@ export function createConnectionRepository(
       // Insertion order is age: the oldest entry goes first.
       opened.delete(key);
       opened.set(key, { blob, record });
-      for (const oldest of opened.keys()) {
-        if (opened.size <= openedEntries) break;
-        opened.delete(oldest);
-      }
+      trimOldest(opened, openedEntries);
     }
     return record;
   }

@@ -16,7 +16,7 @@ import { FLOW_TTL_MS } from '../oauth/flows.ts';
 import { authRouter } from './routes/auth.ts';
 import { proxyRoute } from './routes/proxy-route.ts';
 import { apiHeaders, pageHeaders, type SetHeaders } from './security-headers.ts';
-import { createSessionGate } from './session-auth.ts';
+import { createSessionGate, IPV6_CLIENT_PREFIX } from './session-auth.ts';
 
 export interface AppDeps extends ServiceDeps {
   /** Where express-session keeps the authorization window's session (connect-redis, or memory). */
@@ -95,6 +95,8 @@ export function createApp(deps: AppDeps): BrokerApp {
       limit,
       standardHeaders: 'draft-8',
       legacyHeaders: false,
+      // An IPv6 client by its /56, as the session check counts it (its default, said once).
+      ipv6Subnet: IPV6_CLIENT_PREFIX,
       ...(deps.rateLimitStore ? { store: deps.rateLimitStore(`${name}:`) } : {}),
       // Fail open when the store is down: the routes behind it fail closed on their own.
       passOnStoreError: true,

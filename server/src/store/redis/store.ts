@@ -166,17 +166,25 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     clock() - (answeredAt.get(redis.nodeOf(key)) ?? -Infinity) < LIVENESS_MS;
   /**
    * A tracked read: the kept answer while Redis vouches for this process (its invalidations still
-   * arrive), else Redis's own, kept for next time. Absent keys are not kept: a caller trying
-   * unknown tokens must not crowd out the live ones.
+   * arrive), else Redis's own, kept for next time. A key not known to exist (the first read of a
+   * session, or an unknown token's) is read `untracked` when there is such a read, and nothing is
+   * kept: Redis would otherwise remember every unknown token's key for good. Absent keys are never
+   * kept: a caller trying unknown tokens must not crowd out the live ones.
    */
   const tracked = async <T extends NonNullable<unknown>>(
     key: string,
     options: { cached?: boolean },
     read: () => Promise<T | null>,
+    untracked?: () => Promise<T | null>,
   ): Promise<T | null> => {
     if (!answers || options.cached !== true || !vouched(key)) return guard(read);
     const kept = answers.recall(key);
     if (kept !== undefined) return kept as T;
+    if (untracked && !answers.known(key)) {
+      const answer = await guard(untracked);
+      if (answer !== null) answers.found(key);
+      return answer;
+    }
     const epoch = answers.epoch;
     const answer = await guard(read);
     if (answer !== null) answers.remember(key, answer, epoch);
@@ -205,6 +213,8 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
         key,
         options,
         async () => (await redis.sendCommand(key, ['GET', key])) as string | null,
+        // GETEX without options changes nothing, and Redis tracks no key a write command reads.
+        async () => (await redis.sendCommand(key, ['GETEX', key])) as string | null,
       ),
     set: async (key, value, ttlMs) => {
       await guard(() => client.set(key, value, { expiration: { type: 'PX', value: ttlMs } }));
