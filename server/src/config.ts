@@ -3,6 +3,7 @@ import { DEV_EXTENSION_REDIRECT_URLS } from '@baton/shared';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { parseAllowlist, type Allowlist } from './oauth/allowlist.ts';
+import { DEFAULT_MAX_ANSWER_BYTES } from './connections/proxy.ts';
 import { parseKeyring, type Keyring } from './crypto.ts';
 import type { SessionLifetime } from './connections/sessions.ts';
 import { parseClusterNodes, parseSentinel, type RedisTopology } from './store/redis/clients.ts';
@@ -42,6 +43,10 @@ export interface Config {
    * without a refresh for this long (REFRESH_MIN_INTERVAL_SECONDS, default 60).
    */
   refreshMinIntervalMs: number;
+  /** Bound on one proxied call, start to last byte (PROXY_TIMEOUT_MS, default 30 s). */
+  proxyTimeoutMs: number;
+  /** Bytes one proxied answer may relay (PROXY_MAX_ANSWER_BYTES, default 32 MiB). */
+  proxyMaxAnswerBytes: number;
   /** Bound on one token request (TOKEN_TIMEOUT_MS, default 10 s). */
   tokenTimeoutMs: number;
   /** Refresh lock lease (REFRESH_LEASE_MS, default TOKEN_TIMEOUT_MS + 5 s): outlives a request. */
@@ -122,6 +127,13 @@ const schema = z.object({
   REFRESH_AHEAD_SECONDS: z.coerce.number().int().min(0).max(3000).default(300),
   REFRESH_MIN_INTERVAL_SECONDS: z.coerce.number().int().min(0).max(3600).default(60),
   TOKEN_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  PROXY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  PROXY_MAX_ANSWER_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 * 1024 * 1024)
+    .default(DEFAULT_MAX_ANSWER_BYTES),
   REFRESH_LEASE_MS: z.coerce.number().int().min(200).max(600_000).optional(),
   SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(300_000).default(0),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
@@ -375,6 +387,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     logLevel: values.LOG_LEVEL,
     refreshAheadMs: values.REFRESH_AHEAD_SECONDS * 1000,
     refreshMinIntervalMs: values.REFRESH_MIN_INTERVAL_SECONDS * 1000,
+    proxyTimeoutMs: values.PROXY_TIMEOUT_MS,
+    proxyMaxAnswerBytes: values.PROXY_MAX_ANSWER_BYTES,
     tokenTimeoutMs: values.TOKEN_TIMEOUT_MS,
     refreshLeaseMs,
     shutdownDelayMs: values.SHUTDOWN_DELAY_MS,

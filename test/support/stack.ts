@@ -36,6 +36,8 @@ export interface BrokerOptions {
   clock: TestClock;
   env?: Record<string, string>;
   tokenTimeoutMs?: number;
+  /** Further api_url origins the allowlist accepts (a license API of the test's own). */
+  alsoAllowed?: readonly string[];
 }
 
 /** A broker of the test's own, on a real socket, over the real Redis, pointing at the sandbox. */
@@ -50,7 +52,7 @@ export async function startBroker(options: BrokerOptions): Promise<Broker> {
     CLIENT_ID,
     CLIENT_SECRET,
     PUBLIC_URL: url,
-    API_URL_ALLOWLIST: options.sandbox.url,
+    API_URL_ALLOWLIST: [options.sandbox.url, ...(options.alsoAllowed ?? [])].join(','),
     EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
     SESSION_SECRET: 'integration-tests-session-secret-0123456789',
     TOKEN_ENCRYPTION_KEYS: `test:${KEY}`,
@@ -106,6 +108,7 @@ export async function startStack(
     appendonly?: boolean;
     env?: Record<string, string>;
     revokeOnRefreshReuse?: boolean;
+    alsoAllowed?: readonly string[];
   } = {},
 ): Promise<Stack> {
   const clock = new TestClock();
@@ -120,6 +123,7 @@ export async function startStack(
     sandbox,
     clock,
     ...(options.env ? { env: options.env } : {}),
+    ...(options.alsoAllowed ? { alsoAllowed: options.alsoAllowed } : {}),
   });
   sandbox.sandbox.control.registerClient({
     client_id: CLIENT_ID,

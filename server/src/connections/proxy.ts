@@ -4,7 +4,7 @@ import type { Dispatcher } from 'undici';
 import type { ConnectionRecord, LoadedConnection } from './records.ts';
 import { BrokerError } from '../errors.ts';
 import type { RefreshReason } from './refresh/policy.ts';
-import { exchange, UpstreamError, type Answer } from './upstream.ts';
+import { exchange, UpstreamError, type Answer, type Bounds } from './upstream.ts';
 
 /** Request headers that may go upstream; everything else (Authorization, Cookie, Host, X-Forwarded-*, hop-by-hop) stays here. */
 const FORWARDED_REQUEST_HEADERS = [
@@ -19,6 +19,12 @@ const FORWARDED_REQUEST_HEADERS = [
 ] as const;
 
 const PLAIN_PATH = /^(?:[A-Za-z0-9_-][A-Za-z0-9._~-]*\/)*(?:[A-Za-z0-9_-][A-Za-z0-9._~-]*)?$/;
+/**
+ * The token endpoint's folder under api_url (`{api_url}/oauth2/access_token`, the provider's
+ * spec): the broker's own business with the client secret, never an API call's, whatever the
+ * case or a `;parameter` (servlet containers drop those).
+ */
+const TOKEN_FOLDER = /^oauth2(?:[/;]|$)/i;
 const FORBIDDEN_ENCODINGS = /%(?:2f|5c|2e|25|00|[01][0-9a-f]|7f)/i;
 
 /**
@@ -28,8 +34,9 @@ const FORBIDDEN_ENCODINGS = /%(?:2f|5c|2e|25|00|[01][0-9a-f]|7f)/i;
 export function checkProxyPath(raw: string): string | undefined {
   if (raw.length > 2048) return undefined;
   // Nearly every call: unreserved characters only, no segment that starts with a dot or is empty
-  // but the last. Nothing below could refuse such a path, so it is not decoded to be checked.
-  if (PLAIN_PATH.test(raw)) return raw;
+  // but the last. Nothing below but the token folder could refuse such a path, so it is not
+  // decoded to be checked.
+  if (PLAIN_PATH.test(raw)) return TOKEN_FOLDER.test(raw) ? undefined : raw;
   if (!/^[\x21-\x7e]*$/.test(raw)) return undefined;
   if (raw.includes('\\') || FORBIDDEN_ENCODINGS.test(raw)) return undefined;
   let decoded: string;
@@ -49,7 +56,7 @@ export function checkProxyPath(raw: string): string | undefined {
     return (segment === '' && index !== last) || name === '.' || name === '..';
   };
   if (segments.some(unsafe) || (segments[0] ?? '').includes(':')) return undefined;
-  return raw;
+  return TOKEN_FOLDER.test(decoded) ? undefined : raw;
 }
 
 const isRedirect = (status: number): boolean => status >= 300 && status < 400;
@@ -78,8 +85,13 @@ function apiBase(record: ConnectionRecord): { origin: string; path: string } {
 export interface ProxyDeps {
   dispatcher: Dispatcher;
   log: Logger;
+  /** Bound on one upstream call, from its start to its answer's last byte (default 30 s). */
   timeoutMs?: number;
+  /** Bytes one answer may relay (default 32 MiB): larger ones are refused or cut. */
+  maxAnswerBytes?: number;
 }
+
+export const DEFAULT_MAX_ANSWER_BYTES = 32 * 1024 * 1024;
 
 /** The token service, as the proxy uses it. */
 export interface CallTokens {
@@ -102,6 +114,10 @@ export interface CallTokens {
  */
 export function createProxy(deps: ProxyDeps) {
   const timeoutMs = deps.timeoutMs ?? 30_000;
+  const bounds: Bounds = {
+    maxBytes: deps.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES,
+    deadlineMs: timeoutMs,
+  };
 
   /** One upstream call with `accessToken`; its answer is relayed into `res` when `relay` says so. */
   async function send(
@@ -130,7 +146,7 @@ export function createProxy(deps: ProxyDeps) {
       bodyTimeout: timeoutMs,
     };
     try {
-      return await exchange(deps.dispatcher, options, res, relay, cut);
+      return await exchange(deps.dispatcher, options, res, relay, cut, bounds);
     } catch (cause) {
       if (!(cause instanceof UpstreamError)) throw cause;
       throw new BrokerError('upstream_unavailable', 'The license API did not answer.', {
@@ -186,6 +202,11 @@ export function createProxy(deps: ProxyDeps) {
             deps.log.warn({ err: error }, 'could not hold back refreshes after an uncured 401');
           });
       }
+      if (answer.tooLarge)
+        throw new BrokerError(
+          'upstream_too_large',
+          `The license API's answer is larger than the ${bounds.maxBytes} bytes the broker passes on.`,
+        );
       if (!answer.relayed)
         throw new BrokerError(
           'upstream_unavailable',

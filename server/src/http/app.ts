@@ -152,6 +152,8 @@ export function createApp(deps: AppDeps): BrokerApp {
     tokens,
     dispatcher: deps.dispatcher,
     log,
+    timeoutMs: config.proxyTimeoutMs,
+    maxAnswerBytes: config.proxyMaxAnswerBytes,
     track,
     prepare: prepare(apiHeaders(https)),
     fail,

@@ -1,21 +1,17 @@
 import { PROXY_METHODS } from '@baton/shared';
 import express, { type Request, type Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Logger } from 'pino';
-import type { Dispatcher } from 'undici';
 import type { Track } from '../access-log.ts';
 import { BrokerError } from '../../errors.ts';
-import { createProxy } from '../../connections/proxy.ts';
+import { createProxy, type ProxyDeps } from '../../connections/proxy.ts';
 import type { TokenService } from '../../connections/refresh/service.ts';
 import type { ConnectionLoader } from '../../connections/loader.ts';
 import type { RequireSid } from '../session-auth.ts';
 
-export interface ProxyRouteDeps {
+export interface ProxyRouteDeps extends ProxyDeps {
   requireSid: RequireSid;
   loadConnection: ConnectionLoader;
   tokens: TokenService;
-  dispatcher: Dispatcher;
-  log: Logger;
   /** The access log and metrics, as for every other route. */
   track: Track;
   /** The headers every answer carries. */
@@ -45,7 +41,7 @@ export type ProxyMatch = RegExpExecArray;
  */
 export function proxyRoute(deps: ProxyRouteDeps) {
   const { requireSid, loadConnection, tokens, track, prepare, fail } = deps;
-  const proxy = createProxy({ dispatcher: deps.dispatcher, log: deps.log });
+  const proxy = createProxy(deps);
   const raw = express.raw({ type: () => true, limit: '1mb' });
 
   /** The request body (up to 1 MB), or null when it has none. */
