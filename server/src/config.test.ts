@@ -233,6 +233,14 @@ describe('loadConfig: operations settings', () => {
         EVENTS_WEBHOOK_SECRET: WHSEC_OLD,
       }),
     ).toEqual(['EVENTS_WEBHOOK_URL must be https in production']);
+    // The scheme as URL parsing reads it, whatever its case.
+    expect(
+      problems({
+        ...production,
+        EVENTS_WEBHOOK_URL: 'HTTP://hooks.example.com/',
+        EVENTS_WEBHOOK_SECRET: WHSEC_OLD,
+      }),
+    ).toEqual(['EVENTS_WEBHOOK_URL must be https in production']);
   });
 
   describe('refuses what would quietly weaken a deployment', () => {
@@ -258,6 +266,22 @@ describe('loadConfig: operations settings', () => {
       ]);
       expect(problems({ ...production, TRUST_PROXY: '1' })).toEqual([]);
       expect(problems({ ...production, TRUST_PROXY: '10.0.0.0/8' })).toEqual([]);
+      expect(problems({ ...production, TRUST_PROXY: 'loopback, 10.0.0.0/8, fd00::/8' })).toEqual(
+        [],
+      );
+    });
+
+    it.each([
+      ['every IPv4 and IPv6 address', '0.0.0.0/0,::/0'],
+      ['every IPv4 address', '10.0.0.1, 0.0.0.0/0'],
+      ['half of IPv4', '0.0.0.0/1'],
+      ['every IPv6 address', '::/0'],
+      ['an implausible hop count', '99'],
+      ['eleven hops', '11'],
+    ])('TRUST_PROXY trusting %s in production', (_name, value) => {
+      expect(problems({ ...production, TRUST_PROXY: value })).toEqual([
+        expect.stringMatching(/^TRUST_PROXY=/),
+      ]);
     });
 
     it('an open metrics port in production, unless on loopback or behind a token', () => {

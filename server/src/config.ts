@@ -332,8 +332,14 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     );
   if ((values.EVENTS_WEBHOOK_URL === undefined) !== (values.EVENTS_WEBHOOK_SECRET === undefined))
     problems.push('EVENTS_WEBHOOK_URL and EVENTS_WEBHOOK_SECRET go together: set both or neither');
-  if (production && values.EVENTS_WEBHOOK_URL?.startsWith('http:'))
+  if (
+    production &&
+    values.EVENTS_WEBHOOK_URL !== undefined &&
+    new URL(values.EVENTS_WEBHOOK_URL).protocol !== 'https:'
+  )
     problems.push('EVENTS_WEBHOOK_URL must be https in production');
+  const trustProblem = production ? implausibleTrust(values.TRUST_PROXY) : undefined;
+  if (trustProblem !== undefined) problems.push(trustProblem);
   const redisLocations = REDIS_LOCATIONS.filter((name) => values[name] !== undefined);
   if (redisLocations.length > 1)
     problems.push(`${redisLocations.join(' and ')}: set only one of them`);
@@ -419,6 +425,31 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       deadLetters: values.EVENTS_DEAD_LETTERS_MAX,
     },
   };
+}
+
+/** More proxies than any real deployment chains in front of one service. */
+const MAX_PROXY_HOPS = 10;
+/** Ranges wider than this are not a deployment's proxies (10.0.0.0/8 and the IPv6 unique local fc00::/7 are the widest private ones): they are most of the Internet. */
+const NARROWEST_TRUST = { 4: 8, 6: 7 } as const;
+
+/**
+ * Why a TRUST_PROXY value would let clients choose their own address (past the rate limits), or
+ * undefined: a hop count beyond any real chain of proxies, or a range no wider than a network's.
+ */
+function implausibleTrust(value: string | undefined): string | undefined {
+  if (value === undefined || value === 'true' || value === 'false') return undefined;
+  if (/^\d+$/.test(value))
+    return Number(value) > MAX_PROXY_HOPS
+      ? `TRUST_PROXY=${value} trusts more proxies than any deployment has: give the number in front (1 behind one load balancer), at most ${MAX_PROXY_HOPS}`
+      : undefined;
+  for (const entry of list(value)) {
+    const match = /^(.+)\/(\d{1,3})$/.exec(entry);
+    if (!match?.[1]) continue;
+    const family = match[1].includes(':') ? 6 : 4;
+    if (Number(match[2]) < NARROWEST_TRUST[family])
+      return `TRUST_PROXY=${value} trusts ${entry}, a range wider than any network's proxies (IPv4 /${NARROWEST_TRUST[4]}, IPv6 /${NARROWEST_TRUST[6]} at the widest): name your proxies' addresses or subnets`;
+  }
+  return undefined;
 }
 
 /** Express's `trust proxy`: false by default; a hop count; or a list of addresses/subnets. */
