@@ -31,7 +31,8 @@ describe('the variables, as the schema, the guide and .env.example list them', (
     const passed = [...compose.matchAll(/^ {6}([A-Z][A-Z0-9_]+):/gm)]
       .map((match) => match[1]!)
       .filter((name) => !name.startsWith('OTEL_'));
-    // The image sets NODE_ENV, HOST and PORT; compose runs its own standalone Redis.
+    // The image sets NODE_ENV, HOST and PORT; compose runs its own standalone Redis; secrets are
+    // files (compose's `secrets:`), never values in the environment.
     const decided = [
       'NODE_ENV',
       'HOST',
@@ -39,6 +40,8 @@ describe('the variables, as the schema, the guide and .env.example list them', (
       'REDIS_SENTINEL',
       'REDIS_CLUSTER_NODES',
       'REDIS_SENTINEL_PASSWORD',
+      'REDIS_SENTINEL_PASSWORD_FILE',
+      ...FILE_SECRETS,
     ];
     expect(sorted([...passed, ...decided])).toEqual(sorted([...everyName, 'BATON_DOMAIN']));
   });

@@ -215,6 +215,8 @@ export const FILE_SECRETS = [
   'TOKEN_ENCRYPTION_KEYS',
   'METRICS_TOKEN',
   'EVENTS_WEBHOOK_SECRET',
+  'REDIS_PASSWORD',
+  'REDIS_SENTINEL_PASSWORD',
 ] as const;
 
 /** Every variable loadConfig reads (the `*_FILE` forms aside), for the docs and .env.example. */
@@ -354,7 +356,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   const credentials = { username: values.REDIS_USERNAME, password: values.REDIS_PASSWORD };
   const redis: RedisTopology | undefined =
     values.REDIS_URL !== undefined
-      ? { mode: 'standalone', url: values.REDIS_URL }
+      ? { mode: 'standalone', url: values.REDIS_URL, ...credentials }
       : sentinel
         ? {
             mode: 'sentinel',

@@ -236,6 +236,19 @@ describe('server/compose.yaml', () => {
     const valid = await compose(required);
     expect(valid.code).toBe(0);
     expect(valid.output).toContain('PUBLIC_URL: https://broker.example.com');
+    // Every secret is a file compose mounts, read through *_FILE; none is a value in the
+    // environment, where `docker inspect` would show it. Redis has a password.
+    for (const name of [
+      'client_secret',
+      'session_secret',
+      'token_encryption_keys',
+      'redis_password',
+    ])
+      expect(valid.output).toContain(`${name.toUpperCase()}_FILE: /run/secrets/${name}`);
+    expect(valid.output).not.toMatch(
+      /^\s+(CLIENT_SECRET|SESSION_SECRET|TOKEN_ENCRYPTION_KEYS|REDIS_PASSWORD|METRICS_TOKEN|EVENTS_WEBHOOK_SECRET):/m,
+    );
+    expect(valid.output).toContain('requirepass');
     const missing = Object.fromEntries(
       Object.entries(required).filter(([name]) => name !== 'AUTH_URL'),
     );
