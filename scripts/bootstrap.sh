@@ -82,6 +82,12 @@ need_workspace() {
 need_system_tools() {
   local missing=()
   step "the Debian packages the tests run"
+  # dockerd and debootstrap are in /usr/sbin, which a user's PATH often lacks (env -i's too): look
+  # there, here and in the image suite that runs them, or apt-get would run every time.
+  case ":$PATH:" in
+    *:/usr/sbin:*) ;;
+    *) export PATH="$PATH:/usr/sbin:/sbin" ;;
+  esac
   command -v redis-server >/dev/null || missing+=(redis-server)
   command -v redis-sentinel >/dev/null || missing+=(redis-sentinel)
   command -v chromium >/dev/null || missing+=(chromium)
