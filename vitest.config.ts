@@ -4,7 +4,8 @@ import { defineConfig } from 'vitest/config';
  * Projects: `unit:*` are fast and beside the code (run by `pnpm check`); `integration` talks to a
  * real redis-server and the sandbox over HTTP; `deploy` builds the deployable folder and runs it in
  * production mode; `topology` runs brokers on a real Redis Cluster and Sentinel set; `e2e` drives
- * real browsers; `image` builds server/Dockerfile and runs it on a real Docker engine.
+ * real browsers; `image` builds server/Dockerfile and runs it on a real Docker engine; `bootstrap`
+ * runs the README's two commands on a fresh clone whose npm registry cannot be reached.
  */
 export default defineConfig({
   test: {
@@ -31,6 +32,13 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 120_000,
           fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          name: 'bootstrap',
+          include: ['test/bootstrap/**/*.test.ts'],
+          testTimeout: 60_000,
         },
       },
       {
