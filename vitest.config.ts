@@ -11,7 +11,12 @@ export default defineConfig({
     reporters: ['default', './test/support/summary-reporter.ts'],
     projects: [
       { test: { name: 'unit:shared', include: ['shared/src/**/*.test.ts'] } },
-      { test: { name: 'unit:server', include: ['server/src/**/*.test.ts'] } },
+      {
+        test: {
+          name: 'unit:server',
+          include: ['server/src/**/*.test.ts', 'server/scripts/**/*.test.ts'],
+        },
+      },
       { test: { name: 'unit:sandbox', include: ['test/sandbox/src/**/*.test.ts'] } },
       'extension/vitest.config.ts',
       {
