@@ -24,6 +24,8 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/support/require-tools.ts'],
+          // Every answer of the brokers it starts, checked against docs/openapi.json.
+          setupFiles: ['test/support/contract-setup.ts'],
           testTimeout: 30_000,
           hookTimeout: 30_000,
         },
