@@ -39,6 +39,7 @@ import {
   type ZodOpenApiResponsesObject,
 } from 'zod-openapi';
 import manifest from '../package.json' with { type: 'json' };
+import { FORWARDED_REQUEST_HEADERS } from '../src/connections/proxy.ts';
 import { RETURNED_RESPONSE_HEADERS } from '../src/connections/upstream.ts';
 
 /** Where the document lives, from the repository's root. */
@@ -81,7 +82,7 @@ function brokerErrors(
     ...Object.keys(pages).map(Number),
   ]);
   const responses: Record<`${4 | 5}${string}`, ZodOpenApiResponseObject> = {};
-  for (const status of [...statuses].sort()) {
+  for (const status of [...statuses].sort((a, b) => a - b)) {
     const ofStatus = codes.filter((code) => ERROR_STATUS[code] === status);
     const page = pages[status as keyof typeof pages];
     responses[`${status}` as `${4 | 5}${string}`] = errorResponse(status, ofStatus, page);
@@ -99,7 +100,7 @@ function errorResponse(
   const [first, ...rest] = codes;
   if (first === undefined) {
     return {
-      description: `A page (no ${BROKER_ERROR_HEADER}): ${page ?? ''}`,
+      description: `A page (no ${BROKER_ERROR_HEADER}): ${page ?? 'the route failed.'}`,
       headers: z.object({ 'Cache-Control': noStore, ...retry }),
       content: html,
     };
@@ -176,7 +177,11 @@ const readiness: ZodOpenApiOperationObject = {
   responses: {
     200: {
       description: 'Ready: the store answers.',
-      content: json(readinessResponseSchema.extend({ status: z.literal('ready') })),
+      content: json(
+        readinessResponseSchema.extend({
+          status: readinessResponseSchema.shape.status.extract(['ready']),
+        }),
+      ),
     },
     503: {
       description: `Not ready, and why: shutting down, a stored record needs an encryption key this broker lacks, or the store does not answer. Not an error of the broker's: no ${BROKER_ERROR_HEADER}, no Retry-After.`,
@@ -370,8 +375,7 @@ function proxyOperation(method: (typeof PROXY_METHODS)[number]): ZodOpenApiOpera
     operationId: `proxy${method[0]}${method.slice(1).toLowerCase()}`,
     tags: ['API calls'],
     summary: `${method} {api_url}/{path}, with the connection's access token`,
-    description:
-      "Refreshes the access token first when it is about to expire, and once more on an upstream 401 within the refresh budget. Forwards the query string, the body (up to 1 MB) and only the Accept*, Content-Type and If-* headers; never the caller's Authorization or cookies.",
+    description: `Refreshes the access token first when it is about to expire, and once more on an upstream 401 within the refresh budget. Forwards the query string, the body (up to 1 MB) and of the request's headers only ${FORWARDED_REQUEST_HEADERS.join(', ')}: never the caller's Authorization or cookies.`,
     security: bearer,
     'x-baton-pass-through': true,
     requestParams: proxyParams,
