@@ -262,12 +262,13 @@ describe('docs/openapi.json', () => {
 
 describe('the checker', () => {
   const contract = Contract.load();
-  const answer = (overrides: Partial<Sent> & { json?: unknown }): Sent => ({
+  /** A conforming GET /connections answer, but for `overrides` (`json`: its body as JSON). */
+  const answer = ({ json, ...overrides }: Partial<Sent> & { json?: unknown }): Sent => ({
     method: 'GET',
     url: routes.connections,
     status: 200,
     headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
-    body: Buffer.from(JSON.stringify(overrides.json ?? { connections: [] })),
+    body: Buffer.from(JSON.stringify(json ?? { connections: [] })),
     ...overrides,
   });
   const error = (code: string, headers: Record<string, string> = {}) => ({
@@ -283,35 +284,74 @@ describe('the checker', () => {
     expect(contract.check(answer({})).problems).toEqual([]);
   });
 
-  it.each<[string, Partial<Sent> & { json?: unknown }]>([
-    ['a broker error without Baton-Error', { status: 401, ...error('invalid_session') }],
+  it.each<[string, Partial<Sent> & { json?: unknown }, string]>([
     [
-      'a Baton-Error that is not the body’s error',
-      { status: 401, ...error('invalid_session', { 'baton-error': 'reauthorization_required' }) },
+      'a broker error without Baton-Error',
+      { status: 401, ...error('invalid_session') },
+      'no Baton-Error header',
     ],
-    ['a field the schema does not have', { json: { connections: [], more: 1 } }],
-    ['no Cache-Control', { headers: { 'content-type': 'application/json' } }],
-    ['a status not documented', { status: 418 }],
+    [
+      "a Baton-Error that is not the body's error",
+      {
+        url: routes.proxy('c', 'users.me'),
+        status: 401,
+        ...error('invalid_session', { 'baton-error': 'reauthorization_required' }),
+      },
+      "Baton-Error: reauthorization_required but the body's error is not",
+    ],
+    [
+      'a field the schema does not have',
+      { json: { connections: [], more: 1 } },
+      'body must NOT have additional properties',
+    ],
+    [
+      'no Cache-Control',
+      { headers: { 'content-type': 'application/json' } },
+      'no Cache-Control header',
+    ],
+    ['a status not documented', { status: 418 }, 'status 418 is not documented'],
     [
       'another content type',
       { headers: { 'content-type': 'text/html', 'cache-control': 'no-store' } },
+      'content type text/html, not application/json',
     ],
     [
       'a 429 without Retry-After',
       { status: 429, ...error('rate_limited', { 'baton-error': 'rate_limited' }) },
+      'no Retry-After header',
     ],
-    ['an unknown route that answers', { url: '/nope' }],
+    ['an unknown route that answers', { url: '/nope' }, 'no Baton-Error header'],
     [
-      'a marked proxied answer that is not an error body',
+      "a JSON error of the authorization window's without Baton-Error",
+      {
+        url: routes.authStart,
+        status: 503,
+        ...error('upstream_unavailable', { 'retry-after': '5' }),
+      },
+      'a JSON answer without Baton-Error',
+    ],
+    [
+      'a marked answer to an API call that is not an error body',
       {
         url: routes.proxy('c', 'users.me'),
         status: 401,
         headers: { 'baton-error': 'invalid_session', 'cache-control': 'no-store' },
         body: Buffer.from('{}'),
       },
+      "Baton-Error: invalid_session but the body's error is not",
     ],
-  ])('refuses %s', (_name, overrides) => {
-    expect(contract.check(answer(overrides)).problems).not.toEqual([]);
+  ])('refuses %s', (_name, overrides, problem) => {
+    expect(contract.check(answer(overrides)).problems).toContain(problem);
+  });
+
+  it("takes an unmarked page of the authorization window's as documented", () => {
+    const page = answer({
+      url: routes.authStart,
+      status: 503,
+      headers: { 'content-type': 'text/html', 'cache-control': 'no-store', 'retry-after': '5' },
+      body: Buffer.from('<!doctype html>'),
+    });
+    expect(contract.check(page).problems).toEqual([]);
   });
 
   it("takes an unmarked answer to an API call as the license API's, whatever its status", () => {

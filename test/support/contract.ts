@@ -173,16 +173,17 @@ export class Contract {
 
     const type = essence(headerOf(answer, 'content-type'));
     const mark = headerOf(answer, MARK);
-    const listsMark = Object.keys(response.headers ?? {}).some(
-      (name) => name.toLowerCase() === MARK,
+    const listed = Object.entries(response.headers ?? {}).find(
+      ([name]) => name.toLowerCase() === MARK,
     );
-    // The broker's mark and its body say the same, and a JSON error where the mark is listed has it.
+    // The broker's mark and its body say the same; where the mark is listed but optional (the
+    // authorization window's pages), a JSON answer is the broker's error and has it.
     if (mark !== undefined) {
       const error = type === 'application/json' ? parsed(answer.body)?.error : undefined;
       if (error !== mark)
         problems.push(`${BROKER_ERROR_HEADER}: ${mark} but the body's error is not`);
-    } else if (listsMark && type === 'application/json') {
-      problems.push(`a JSON answer here carries ${BROKER_ERROR_HEADER}`);
+    } else if (listed !== undefined && !listed[1].required && type === 'application/json') {
+      problems.push(`a JSON answer without ${BROKER_ERROR_HEADER}`);
     }
 
     const content = response.content;
