@@ -12,7 +12,12 @@ export default defineConfig({
     reporters: ['default', './test/support/summary-reporter.ts'],
     projects: [
       { test: { name: 'unit:shared', include: ['shared/src/**/*.test.ts'] } },
-      { test: { name: 'unit:server', include: ['server/src/**/*.test.ts'] } },
+      {
+        test: {
+          name: 'unit:server',
+          include: ['server/src/**/*.test.ts', 'server/scripts/**/*.test.ts'],
+        },
+      },
       { test: { name: 'unit:sandbox', include: ['test/sandbox/src/**/*.test.ts'] } },
       'extension/vitest.config.ts',
       {
@@ -20,6 +25,8 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/support/require-tools.ts'],
+          // Every answer of the brokers it starts, checked against docs/openapi.json.
+          setupFiles: ['test/support/contract-setup.ts'],
           testTimeout: 30_000,
           hookTimeout: 30_000,
         },

@@ -1,6 +1,7 @@
 export { createApp, type AppDeps, type BrokerApp } from './http/app.ts';
 export { loadConfig, ConfigError, type Config } from './config.ts';
 export { createLogger } from './ops/logger.ts';
+export { createMetrics } from './ops/metrics.ts';
 export { EVENT_SHARDS, eventShard, keys } from './store/keys.ts';
 export { createMemoryStore } from './store/memory.ts';
 export { createRedisStore, LIVENESS_MS } from './store/redis/store.ts';

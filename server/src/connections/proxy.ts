@@ -7,7 +7,7 @@ import type { RefreshReason } from './refresh/policy.ts';
 import { exchange, UpstreamError, type Answer, type Bounds } from './upstream.ts';
 
 /** Request headers that may go upstream; everything else (Authorization, Cookie, Host, X-Forwarded-*, hop-by-hop) stays here. */
-const FORWARDED_REQUEST_HEADERS = [
+export const FORWARDED_REQUEST_HEADERS = [
   'accept',
   'accept-encoding',
   'accept-language',

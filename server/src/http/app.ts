@@ -1,3 +1,4 @@
+import { routes, type HealthResponse, type ReadinessResponse } from '@baton/shared';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { rateLimit, type Store as RateLimitStore } from 'express-rate-limit';
 import session, { type Store as SessionStore } from 'express-session';
@@ -79,15 +80,16 @@ export function createApp(deps: AppDeps): BrokerApp {
     next();
   });
 
-  app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
+  app.get(routes.healthz, (_req, res) => {
+    const answer: HealthResponse = { status: 'ok' };
+    res.json(answer);
   });
-  app.get('/readyz', async (_req, res) => {
-    const status = await readiness.status();
-    res.status(status === 'ready' ? 200 : 503).json({ status });
+  app.get(routes.readyz, async (_req, res) => {
+    const answer: ReadinessResponse = { status: await readiness.status() };
+    res.status(answer.status === 'ready' ? 200 : 503).json(answer);
   });
   if (metrics && config.metricsToken !== undefined)
-    app.get('/metrics', metricsHandler(metrics, config.metricsToken));
+    app.get(routes.metrics, metricsHandler(metrics, config.metricsToken));
 
   const limiter = (name: string, limit: number) =>
     rateLimit({
