@@ -4,8 +4,10 @@ import { defineConfig } from 'vitest/config';
  * Projects: `unit:*` are fast and beside the code (run by `pnpm check`); `integration` talks to a
  * real redis-server and the sandbox over HTTP; `deploy` builds the deployable folder and runs it in
  * production mode; `topology` runs brokers on a real Redis Cluster and Sentinel set; `e2e` drives
- * real browsers; `image` builds server/Dockerfile and runs it on a real Docker engine; `bootstrap`
- * runs the README's two commands on a fresh clone whose npm registry cannot be reached.
+ * real browsers; `image` builds server/Dockerfile and runs it on a real Docker engine; `kubernetes`
+ * renders deploy/kubernetes/ and checks every object and alert; `release` checks the version in
+ * every place, the build's revision and the SBOM of the broker's production dependencies;
+ * `bootstrap` runs the README's two commands on a fresh clone whose npm registry cannot be reached.
  */
 export default defineConfig({
   test: {
@@ -59,6 +61,23 @@ export default defineConfig({
       },
       {
         test: {
+          name: 'kubernetes',
+          include: ['test/kubernetes/**/*.test.ts'],
+          globalSetup: ['test/support/require-tools.ts', 'test/support/require-kubectl.ts'],
+          testTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: 'release',
+          include: ['test/release/**/*.test.ts'],
+          globalSetup: ['test/support/require-tools.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 180_000,
+        },
+      },
+      {
+        test: {
           name: 'topology',
           include: ['test/topology/**/*.test.ts'],
           globalSetup: ['test/support/require-tools.ts'],
@@ -75,10 +94,17 @@ export default defineConfig({
         test: {
           name: 'image',
           include: ['test/image/**/*.test.ts'],
-          globalSetup: ['test/support/require-tools.ts', 'test/image/global-setup.ts'],
+          globalSetup: [
+            'test/support/require-tools.ts',
+            'test/support/require-kubectl.ts',
+            'test/image/global-setup.ts',
+          ],
           testTimeout: 120_000,
           // The global setup may make the base image (debootstrap) and builds server/Dockerfile.
           hookTimeout: 900_000,
+          // One file at a time: the SBOM's scan of the image's filesystem takes both cores for a
+          // minute, and the other files time a drain and wait on health checks.
+          fileParallelism: false,
         },
       },
       {

@@ -41,7 +41,7 @@ async function main(): Promise<void> {
     trustCallerSampling: config.traceTrustCallerSampling,
   });
   if (stopTracing) log.info('tracing on (OpenTelemetry, configured by OTEL_*)');
-  const metrics = createMetrics({ version: packageVersion() });
+  const metrics = createMetrics(buildInfo());
   const redis = config.redis
     ? createRedis(config.redis, { cacheEntries: config.redisCacheEntries })
     : undefined;
@@ -173,14 +173,25 @@ async function main(): Promise<void> {
 
 await main();
 
-/** This package's version (package.json sits beside src/ and dist/, in the deployable folder too). */
-function packageVersion(): string {
-  try {
-    const manifest = JSON.parse(
-      readFileSync(new URL('../package.json', import.meta.url), 'utf8'),
-    ) as { version?: string };
-    return manifest.version ?? 'unknown';
-  } catch {
-    return 'unknown';
-  }
+/**
+ * What runs: dist/build-info.json, written by the build beside main.js (version and git revision).
+ * Run from source there is none: the package's version, and no revision.
+ */
+function buildInfo(): { version: string; revision: string } {
+  const read = (file: string): Record<string, unknown> => {
+    try {
+      return JSON.parse(readFileSync(new URL(file, import.meta.url), 'utf8')) as Record<
+        string,
+        unknown
+      >;
+    } catch {
+      return {};
+    }
+  };
+  const built = read('./build-info.json');
+  const version = built.version ?? read('../package.json').version;
+  return {
+    version: typeof version === 'string' ? version : 'unknown',
+    revision: typeof built.revision === 'string' ? built.revision : 'unknown',
+  };
 }

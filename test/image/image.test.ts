@@ -17,7 +17,7 @@ import { RedisServer } from '../support/redis.ts';
 import { CLIENT_SECRET } from '../support/stack.ts';
 import type { TestCertificate, TlsTerminator } from '../support/tls.ts';
 import { until, untilLogWritten } from '../support/wait.ts';
-import { docker, IMAGE, ROOT } from './docker.ts';
+import { BUILD_ARGS, docker, IMAGE, ROOT } from './docker.ts';
 
 /**
  * server/Dockerfile, built by the suite's global setup, run as an operator would: `--network host`
@@ -230,6 +230,9 @@ describe('server/compose.yaml', () => {
     API_URL_ALLOWLIST: 'https://*.api.example.com',
     EXTENSION_REDIRECT_URLS: 'https://abcdefghijklmnopabcdefghijklmnop.chromiumapp.org/',
     BATON_DOMAIN: 'broker.example.com',
+    BATON_VERSION: BUILD_ARGS.VERSION,
+    BATON_REVISION: BUILD_ARGS.REVISION,
+    BATON_SOURCE: BUILD_ARGS.SOURCE,
   };
 
   it('is valid with the required variables, and names one that is missing', async () => {
@@ -249,6 +252,8 @@ describe('server/compose.yaml', () => {
       /^\s+(CLIENT_SECRET|SESSION_SECRET|TOKEN_ENCRYPTION_KEYS|REDIS_PASSWORD|METRICS_TOKEN|EVENTS_WEBHOOK_SECRET):/m,
     );
     expect(valid.output).toContain('requirepass');
+    // The image built from it says what it is (its labels, baton_build_info).
+    expect(valid.output).toContain(`REVISION: ${BUILD_ARGS.REVISION}`);
     const missing = Object.fromEntries(
       Object.entries(required).filter(([name]) => name !== 'AUTH_URL'),
     );

@@ -51,7 +51,7 @@ const REFRESH_OUTCOMES = {
 /** What the access log tells the metrics of each answer. */
 export type Answered = (method: string, route: string, status: number, seconds: number) => void;
 
-export function createMetrics(options: { version?: string } = {}): Metrics {
+export function createMetrics(options: { version?: string; revision?: string } = {}): Metrics {
   const registry = new Registry();
   let sources: MetricsSources | undefined;
   // The process's own: CPU, memory, heap, event-loop delay, GC, handles (prom-client's names).
@@ -66,10 +66,17 @@ export function createMetrics(options: { version?: string } = {}): Metrics {
     registry.removeSingleMetric(name);
   new Gauge({
     name: 'baton_build_info',
-    help: 'Always 1: the running broker’s version and Node.js version, as labels.',
-    labelNames: ['version', 'nodejs_version'],
+    help: 'Always 1: the running broker’s version, git revision and Node.js version, as labels.',
+    labelNames: ['version', 'revision', 'nodejs_version'],
     registers: [registry],
-  }).set({ version: options.version ?? 'unknown', nodejs_version: process.version }, 1);
+  }).set(
+    {
+      version: options.version ?? 'unknown',
+      revision: options.revision ?? 'unknown',
+      nodejs_version: process.version,
+    },
+    1,
+  );
   /** Store-wide gauges come from one instance at a time (MetricsSources.reportsStoreWide). */
   const reportsStoreWide = async (): Promise<boolean> =>
     sources !== undefined && (await (sources.reportsStoreWide?.() ?? Promise.resolve(true)));
