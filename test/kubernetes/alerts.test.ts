@@ -225,14 +225,14 @@ const SCENARIOS: Scenario[] = [
   {
     alert: 'BatonEventsDeadLettered',
     what: 'an event given up on',
-    input: [series('baton_events_dead_lettered_total', {}, '0 0 1 1')],
+    input: [series('baton_events_dead_lettered_total', { reason: 'expired' }, '0 0 1 1')],
     at: '3m',
     fires: {
       labels: { severity: 'warning', namespace: 'baton' },
       annotations: {
         summary: 'Baton: 1 events dead-lettered',
         description:
-          'The events webhook refused or missed events for 24 hours in baton; they are set aside (docs/events.md, "Delivery").',
+          'Events were set aside as dead letters in baton (the receiver missed them for 24 hours, or a cap was reached); docs/events.md, "Delivery".',
       },
     },
   },
@@ -261,6 +261,32 @@ const SCENARIOS: Scenario[] = [
     what: 'a receiver down for 10 minutes, then back',
     input: [series('baton_event_delivery_failures_total', {}, '0+1x10 10x35')],
     at: '42m',
+  },
+  {
+    alert: 'BatonEventsBacklogNearCap',
+    what: 'a receiver down long enough for 90,000 events of 100,000 to wait',
+    input: [
+      series('baton_events_backlog', { kind: 'events' }, '50000+2000x20 90000x10'),
+      series('baton_events_limit', { kind: 'backlog' }, '100000x30'),
+    ],
+    at: '30m',
+    fires: {
+      labels: { severity: 'warning', namespace: 'baton' },
+      annotations: {
+        summary: 'Baton: 90000 events waiting for delivery, near the cap',
+        description:
+          'More than 80 % of EVENTS_BACKLOG_MAX events wait for delivery in baton; at the cap the oldest are dead-lettered (docs/events.md, "Delivery").',
+      },
+    },
+  },
+  {
+    alert: 'BatonEventsBacklogNearCap',
+    what: 'a backlog that drains',
+    input: [
+      series('baton_events_backlog', { kind: 'events' }, '90000-5000x18'),
+      series('baton_events_limit', { kind: 'backlog' }, '100000x30'),
+    ],
+    at: '20m',
   },
 ];
 
