@@ -12,7 +12,7 @@
  *   events sweep                schedule every outbox in Redis (a SCAN: after instances died)
  */
 import { createAdmin } from './ops/admin-commands.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, loadConfig } from './config/config.ts';
 import { createRedis } from './store/redis/clients.ts';
 
 const USAGE =
@@ -27,18 +27,18 @@ async function main(args: string[]): Promise<number> {
     console.error(error.message);
     return 1;
   }
-  if (!config.redis) {
+  if (!config.redis.topology) {
     console.error(
       'REDIS_URL, REDIS_SENTINEL or REDIS_CLUSTER_NODES is required: the admin commands work on the broker’s Redis',
     );
     return 1;
   }
-  const redis = createRedis(config.redis, { cacheEntries: 0 });
+  const redis = createRedis(config.redis.topology, { cacheEntries: 0 });
   redis.client.on('error', () => {});
   await redis.client.connect();
   try {
     const admin = createAdmin(redis, config.keyring, {
-      events: config.eventsWebhook !== undefined,
+      events: config.events.webhook !== undefined,
     });
     const [command, ...rest] = args;
     let result: unknown;

@@ -1,5 +1,6 @@
 export { createApp, type AppDeps, type BrokerApp } from './http/app.ts';
-export { loadConfig, ConfigError, type Config } from './config.ts';
+export { composeServices, type Services } from './compose.ts';
+export { loadConfig, ConfigError, type Config } from './config/config.ts';
 export { createLogger } from './ops/logger.ts';
 export { createMetrics } from './ops/metrics.ts';
 export { EVENT_SHARDS, eventShard, keys } from './store/keys.ts';
@@ -18,7 +19,8 @@ export { shouldRefresh } from './connections/refresh/policy.ts';
 export { storeDeps } from './http/stores.ts';
 export type { RedisClient } from './store/redis/clients.ts';
 export { configureServer } from './http/listener.ts';
-export { createOutbox, parseWebhookSecret, type BrokerEvent } from './ops/events.ts';
+export { createOutbox, parseWebhookSecret } from './ops/events.ts';
+export type { BrokerEvent } from './connections/events.ts';
 export { createDelivery } from './ops/event-delivery.ts';
 export { createAdmin } from './ops/admin-commands.ts';
-export { parseKeyring } from './crypto.ts';
+export { parseKeyring } from './base/crypto.ts';

@@ -34,6 +34,16 @@ export type ReadyStatus = (typeof READY_STATUSES)[number];
 export const readinessResponseSchema = z.object({ status: z.enum(READY_STATUSES) });
 export type ReadinessResponse = z.infer<typeof readinessResponseSchema>;
 
+/**
+ * The routes with parameters as the broker's router (Express 5) matches them and its metrics and
+ * traces name them; `routes` builds the concrete paths.
+ */
+export const routeTemplates = {
+  auth: '/auth',
+  connection: '/connections/:id',
+  proxy: '/connections/:id/api/{*path}',
+} as const;
+
 /** `GET /auth/start` query. */
 export const authStartQuerySchema = z.object({
   locale: z.enum(LOCALES),

@@ -25,7 +25,7 @@ afterAll(async () => {
 /** PONG, or the first error the client met (it keeps reconnecting after a refused handshake). */
 async function ping(env: Record<string, string>): Promise<string> {
   const config = loadConfig({ REDIS_URL: redis.url, ...env });
-  const client = createRedis(config.redis!, { cacheEntries: 0 }).client;
+  const client = createRedis(config.redis.topology!, { cacheEntries: 0 }).client;
   const refused = new Promise<string>((resolve) =>
     client.once('error', (error: Error) => resolve(error.message)),
   );

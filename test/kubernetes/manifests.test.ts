@@ -9,7 +9,7 @@ import * as autoscaling from 'kubernetes-models/autoscaling/v2';
 import * as networking from 'kubernetes-models/networking.k8s.io/v1';
 import * as policy from 'kubernetes-models/policy/v1';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { FILE_SECRETS, loadConfig } from '../../server/src/config.ts';
+import { FILE_SECRETS, loadConfig } from '../../server/src/config/config.ts';
 import {
   broker,
   containerEnv,
@@ -175,7 +175,7 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
       }
       const config = loadConfig(env);
       expect(config.developmentDefaults).toEqual([]);
-      expect(config.redis).toBeDefined();
+      expect(config.redis.topology).toBeDefined();
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

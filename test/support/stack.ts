@@ -1,5 +1,6 @@
 import { startSandbox, type RunningSandbox } from '@baton/sandbox';
 import {
+  composeServices,
   configureServer,
   createApp,
   createLogger,
@@ -67,21 +68,31 @@ export async function startBroker(options: BrokerOptions): Promise<Broker> {
   const logs = new LogCapture();
   const log = createLogger(config.logLevel, logs);
   // As main.ts does: the client-side cache on, so every suite exercises its invalidation.
-  const redis = createRedis(config.redis ?? { mode: 'standalone', url: options.redis.url }, {
-    cacheEntries: config.redisCacheEntries,
-  });
+  const redis = createRedis(
+    config.redis.topology ?? { mode: 'standalone', url: options.redis.url },
+    {
+      cacheEntries: config.redis.cacheEntries,
+    },
+  );
   redis.client.on('error', () => {});
   await redis.client.connect();
   const stores = storeDeps(redis);
   const { store } = stores;
   const dispatcher = new Agent();
+  const services = composeServices({
+    config,
+    store: stores.store,
+    dispatcher,
+    log,
+    now: options.clock.now,
+    ...(options.tokenTimeoutMs === undefined ? {} : { tokenTimeoutMs: options.tokenTimeoutMs }),
+  });
   const broker = createApp({
     config,
     ...stores,
     dispatcher,
     log,
-    now: options.clock.now,
-    ...(options.tokenTimeoutMs === undefined ? {} : { tokenTimeoutMs: options.tokenTimeoutMs }),
+    services,
     ...(options.metrics ? { metrics: createMetrics() } : {}),
   });
   // Checked against docs/openapi.json where the suite asks for it (contract-setup.ts).

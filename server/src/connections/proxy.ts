@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { ConnectionRecord, LoadedConnection } from './records.ts';
-import { BrokerError } from '../errors.ts';
+import { BrokerError } from '../base/errors.ts';
 import type { RefreshReason } from './refresh/policy.ts';
 import { exchange, UpstreamError, type Answer, type Bounds } from './upstream.ts';
 

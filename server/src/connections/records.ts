@@ -1,8 +1,8 @@
 import type { Connection, DisconnectedReason } from '@baton/shared';
-import type { Sealer } from '../crypto.ts';
-import { invalidSession } from '../errors.ts';
-import { noEvents, type BrokerEvent, type EventSink } from '../ops/events.ts';
-import { trimOldest } from '../store/bounded.ts';
+import type { Sealer } from '../base/crypto.ts';
+import { invalidSession } from '../base/errors.ts';
+import { noEvents, type BrokerEvent, type EventSink } from './events.ts';
+import { trimOldest } from '../base/bounded.ts';
 import { keys } from '../store/keys.ts';
 import { DEFAULT_SESSION_LIFETIME, type Sessions } from './sessions.ts';
 import type { TokenSet } from '../oauth/provider.ts';
@@ -53,7 +53,7 @@ export function createConnectionRepository(
   options: {
     openedEntries?: number;
     sessions?: Pick<Sessions, 'remainingMs'>;
-    /** Where the events a write reports are recorded, in the same step (ops/events.ts). */
+    /** Where the events a write reports are recorded, in the same step (./events.ts). */
     events?: EventSink;
   } = {},
 ) {

@@ -1,6 +1,6 @@
-import { hashToken, randomToken } from '../crypto.ts';
+import { hashToken, randomToken } from '../base/crypto.ts';
 import { keys } from '../store/keys.ts';
-import { noEvents, type BrokerEvent, type EventSink } from '../ops/events.ts';
+import { noEvents, type BrokerEvent, type EventSink } from './events.ts';
 import type { Store } from '../store/types.ts';
 
 interface SessionValue {

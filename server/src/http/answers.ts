@@ -1,8 +1,8 @@
 import { BROKER_ERROR_HEADER, type ReadyStatus } from '@baton/shared';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { MissingKeyError } from '../crypto.ts';
-import { BrokerError } from '../errors.ts';
+import { MissingKeyError } from '../base/crypto.ts';
+import { BrokerError } from '../base/errors.ts';
 import { isStoreDown } from '../store/errors.ts';
 import type { Store } from '../store/types.ts';
 import { requestId } from './access-log.ts';

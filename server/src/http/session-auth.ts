@@ -1,6 +1,6 @@
 import { ipKeyGenerator } from 'express-rate-limit';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { BrokerError, invalidSession } from '../errors.ts';
+import { BrokerError, invalidSession } from '../base/errors.ts';
 import { KeyedBuckets } from './limits.ts';
 import type { Sessions } from '../connections/sessions.ts';
 

@@ -1,9 +1,10 @@
 import { createConnectionRepository, type ConnectionRecord } from '../connections/records.ts';
-import { createSealer, MissingKeyError, type Keyring } from '../crypto.ts';
+import { createSealer, MissingKeyError, type Keyring } from '../base/crypto.ts';
 import { EVENT_SHARDS, eventShard, keys } from '../store/keys.ts';
 import { createSessions } from '../connections/sessions.ts';
 import { createRedisStore } from '../store/redis/store.ts';
-import { createOutbox, noEvents, OUTBOX_RETENTION_MS } from './events.ts';
+import { noEvents } from '../connections/events.ts';
+import { createOutbox, OUTBOX_RETENTION_MS } from './events.ts';
 import { scanKeys, type Redis } from '../store/redis/clients.ts';
 
 /** `baton:{sid}:connection:id`, the only keys holding sealed tokens. */

@@ -4,11 +4,11 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { EVENT_SHARDS, keys } from '../store/keys.ts';
 import { createMemoryStore } from '../store/memory.ts';
 import { backoffMs, createDelivery, retryAfterMs } from './event-delivery.ts';
+import type { BrokerEvent } from '../connections/events.ts';
 import {
   createOutbox,
   DEFAULT_EVENT_LIMITS,
   parseWebhookSecret,
-  type BrokerEvent,
   type EventLimits,
 } from './events.ts';
 

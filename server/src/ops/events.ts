@@ -1,37 +1,12 @@
-import type { DisconnectedReason } from '@baton/shared';
+/**
+ * The events' outbox and their signing: each event of connections/events.ts is written to its
+ * session's outbox in the same store step as the change it reports, shaped and signed as Standard
+ * Webhooks says (docs/events.md), then delivered (ops/event-delivery.ts).
+ */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { eventShard, keys } from '../store/keys.ts';
-import type { OutboxWrite, Store } from '../store/types.ts';
-
-/**
- * Events for the integrator's systems (docs/events.md), shaped and signed by the Standard
- * Webhooks specification. Each is recorded in the session's outbox in the same store step as the
- * change it reports (Store.setVersioned / delRecording with an OutboxWrite), then delivered from
- * there (ops/event-delivery.ts). They carry ids, origins and reasons: never a token, a code, a
- * secret or a session handle.
- */
-export interface EventConnection {
-  id: string;
-  api_origin: string;
-}
-
-export type BrokerEvent =
-  | { type: 'connection.created'; connection: EventConnection }
-  | { type: 'connection.reconnected'; connection: EventConnection }
-  | {
-      type: 'connection.disconnected';
-      connection: EventConnection & { reason: DisconnectedReason };
-    }
-  | { type: 'connection.removed'; connection: EventConnection }
-  | {
-      type: 'session.ended';
-      /** signed_out: the user signed out; revoked: an operator dropped it (admin CLI). */
-      reason: 'signed_out' | 'revoked';
-      /** The connections that ended with it. */
-      connections: string[];
-    };
-
-export type EventType = BrokerEvent['type'];
+import type { BrokerEvent, EventSink, EventType } from '../connections/events.ts';
+import type { Store } from '../store/types.ts';
 
 /** As stored in an outbox: the body is serialised once, so every attempt signs the same bytes. */
 export interface OutboxEntry {
@@ -41,19 +16,6 @@ export interface OutboxEntry {
   /** When it was recorded (ms): its delivery window runs from then. Absent in entries of 0.1. */
   at?: number;
 }
-
-/**
- * Where events go. `record` (before the change) gives the entry to write with the change (null:
- * events are off); `recorded` is called once that write landed with its entry, so that it is
- * counted and its session's outbox delivered. A change that did not happen (a versioned write
- * that lost, a deletion that found nothing) records nothing and calls nothing.
- */
-export interface EventSink {
-  record(sid: string, event: BrokerEvent): Promise<OutboxWrite | null>;
-  recorded(sid: string): Promise<void>;
-}
-
-export const noEvents: EventSink = { record: async () => null, recorded: async () => {} };
 
 /**
  * A session's reference in events: stable for the session's life and the same in every event of

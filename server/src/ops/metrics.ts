@@ -1,6 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { TokenCounters } from '../connections/refresh/service.ts';
-import { randomToken } from '../crypto.ts';
+import { randomToken } from '../base/crypto.ts';
 import { keys } from '../store/keys.ts';
 import type { Store } from '../store/types.ts';
 import type { DeadLetterReason, DeliveryCounters } from './event-delivery.ts';

@@ -1,4 +1,4 @@
-import { randomToken } from '../../crypto.ts';
+import { randomToken } from '../../base/crypto.ts';
 import type { Store } from '../../store/types.ts';
 
 /** A refresh lock this process took; `kept` hands its release to a write still to come. */

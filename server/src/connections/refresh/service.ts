@@ -1,7 +1,7 @@
-import { inSpan } from '../../tracing.ts';
+import { inSpan } from '../../base/tracing.ts';
 import type { Logger } from 'pino';
 import type { ConnectionRecord, ConnectionRepository, LoadedConnection } from '../records.ts';
-import { BrokerError, notFound } from '../../errors.ts';
+import { BrokerError, notFound } from '../../base/errors.ts';
 import { keys } from '../../store/keys.ts';
 import { ProviderError, type Provider } from '../../oauth/provider.ts';
 import { isStoreDown } from '../../store/errors.ts';

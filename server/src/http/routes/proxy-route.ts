@@ -1,8 +1,8 @@
-import { PROXY_METHODS } from '@baton/shared';
+import { PROXY_METHODS, routeTemplates } from '@baton/shared';
 import express, { type Request, type Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Track } from '../access-log.ts';
-import { BrokerError } from '../../errors.ts';
+import { BrokerError } from '../../base/errors.ts';
 import { createProxy, type ProxyDeps } from '../../connections/proxy.ts';
 import type { TokenService } from '../../connections/refresh/service.ts';
 import type { ConnectionLoader } from '../../connections/loader.ts';
@@ -21,7 +21,7 @@ export interface ProxyRouteDeps extends ProxyDeps {
 }
 
 /** The route's template, as the metrics name it. */
-const PROXY_ROUTE = '/connections/:id/api/{*path}';
+const PROXY_ROUTE = routeTemplates.proxy;
 const routeName = (): string => PROXY_ROUTE;
 /**
  * The route, the one place it is written as a pattern: the connection id (still encoded), the

@@ -18,7 +18,6 @@ import type {
   RequestListener,
   ServerResponse,
 } from 'node:http';
-import type { Store } from './store/types.ts';
 
 /**
  * OpenTelemetry tracing, off unless the standard OTEL_* variables ask for it (startTracing). When
@@ -188,7 +187,11 @@ export function namedRoute(res: ServerResponse, method: string, route: string): 
 }
 
 /** `work` inside a new active span, ended when it settles; an error marks it. */
-function spanAround<T>(name: string, options: SpanOptions, work: () => Promise<T>): Promise<T> {
+export function spanAround<T>(
+  name: string,
+  options: SpanOptions,
+  work: () => Promise<T>,
+): Promise<T> {
   return tracer.startActiveSpan(name, options, async (span) => {
     try {
       return await work();
@@ -209,26 +212,4 @@ export function inSpan<T>(
   attributes?: Record<string, string | number | boolean>,
 ): Promise<T> {
   return tracing ? spanAround(name, attributes ? { attributes } : {}, work) : work();
-}
-
-/**
- * The store with a client span per operation (`redis getVersioned`...): the operation's name, never
- * its keys or values. Used only when tracing is on.
- */
-export function tracedStore(store: Store): Store {
-  const traced: Record<string, unknown> = {};
-  for (const [name, method] of Object.entries(store) as [
-    string,
-    (...args: unknown[]) => Promise<unknown>,
-  ][]) {
-    const options: SpanOptions = {
-      kind: SpanKind.CLIENT,
-      attributes: { 'db.system.name': 'redis', 'db.operation.name': name },
-    };
-    traced[name] =
-      name === 'close'
-        ? method
-        : (...args: unknown[]) => spanAround(`redis ${name}`, options, () => method(...args));
-  }
-  return traced as unknown as Store;
 }

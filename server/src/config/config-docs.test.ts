@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CONFIG_VARIABLES, FILE_SECRETS } from './config.ts';
+import { CONFIG_VARIABLES, FILE_SECRETS } from '../config/config.ts';
 
-const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
+const read = (path: string) => readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8');
 const sorted = (names: Iterable<string>) => [...new Set(names)].sort();
 const everyName = sorted([...CONFIG_VARIABLES, ...FILE_SECRETS.map((name) => `${name}_FILE`)]);
 
