@@ -3,7 +3,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { EVENT_SHARDS, keys } from '../store/keys.ts';
 import { createMemoryStore } from '../store/memory.ts';
-import { backoffMs, createDelivery, retryAfterMs } from './event-delivery.ts';
+import { createDelivery } from './event-delivery.ts';
 import type { BrokerEvent } from '../connections/events.ts';
 import {
   createOutbox,
@@ -391,23 +391,5 @@ describe('event delivery (Standard Webhooks)', () => {
         .filter((n) => n % 4 === s);
       expect(order).toEqual([...order].sort((a, b) => a - b));
     }
-  });
-});
-
-describe('back-off', () => {
-  it('doubles from 5 s to an hour, with jitter between half and all of it', () => {
-    expect(backoffMs(1, 0)).toBe(2500);
-    expect(backoffMs(1, 0.999_999)).toBe(5000);
-    expect(backoffMs(4, 0.5)).toBe(30_000);
-    expect(backoffMs(30, 0.5)).toBe(0.75 * HOUR);
-  });
-
-  it('reads Retry-After in seconds or as a date, kept between 1 s and a day', () => {
-    expect(retryAfterMs('30', T0)).toBe(30_000);
-    expect(retryAfterMs('0', T0)).toBe(1000);
-    expect(retryAfterMs(new Date(T0 + 90_000).toUTCString(), T0)).toBe(90_000);
-    expect(retryAfterMs('999999', T0)).toBe(24 * HOUR);
-    expect(retryAfterMs('soon', T0)).toBeUndefined();
-    expect(retryAfterMs(null, T0)).toBeUndefined();
   });
 });

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
+import { backoffMs, type BackoffShape } from '../base/backoff.ts';
+import { retryAfterMs } from '../base/retry-after.ts';
 import { EVENT_SHARDS, eventShard, keys } from '../store/keys.ts';
 import { StoreUnavailableError, type Store } from '../store/types.ts';
 import {
@@ -62,24 +64,10 @@ export interface DeliveryOptions {
   backlogCheckMs?: number;
 }
 
-export const BACKOFF_FIRST_MS = 5000;
-export const BACKOFF_MAX_MS = 3600 * 1000;
+/** Deliveries back off from 5 s, doubling to an hour, jittered (base/backoff.ts). */
+const BACKOFF: BackoffShape = { firstMs: 5000, maxMs: 3600 * 1000 };
 /** Events dead-lettered in one go under one lease, at most (the rest wait for the next). */
 const SHED_PER_LEASE = 100;
-
-/** The wait after the `attempt`-th failure: 5 s doubling to 1 h, then between half and all of it. */
-export function backoffMs(attempt: number, random: number): number {
-  const full = Math.min(BACKOFF_FIRST_MS * 2 ** (attempt - 1), BACKOFF_MAX_MS);
-  return Math.round(full * (0.5 + random / 2));
-}
-
-/** `Retry-After` in seconds or as an HTTP date, kept between 1 s and a day; else undefined. */
-export function retryAfterMs(header: string | null, now: number): number | undefined {
-  if (header === null || header.trim() === '') return undefined;
-  const seconds = /^\d+$/.test(header.trim()) ? Number(header) * 1000 : Date.parse(header) - now;
-  if (!Number.isFinite(seconds)) return undefined;
-  return Math.min(Math.max(seconds, 1000), 24 * 3600 * 1000);
-}
 
 interface Attempts {
   id: string;
@@ -228,7 +216,7 @@ export function createDelivery(options: DeliveryOptions) {
     // Tried again after the back-off, or when the window ends if that comes first.
     const wait = Math.max(
       1000,
-      Math.min(outcome.retryAfterMs ?? backoffMs(attempts.count, random()), windowLeft),
+      Math.min(outcome.retryAfterMs ?? backoffMs(attempts.count, BACKOFF, random()), windowLeft),
     );
     await Promise.all([
       // Kept alive while delivery is pending: a time to live never takes an event.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ConnectionRecord } from '../records.ts';
-import { backoffMs, mayRefreshOnRejection, shouldRefresh } from './policy.ts';
+import { mayRefreshOnRejection, refreshBackoffMs, shouldRefresh } from './policy.ts';
 
 const NOW = 1_700_000_000_000;
 const AHEAD = 300_000;
@@ -36,16 +36,16 @@ describe('shouldRefresh', () => {
   });
 });
 
-describe('backoffMs', () => {
+describe('refreshBackoffMs', () => {
   it.each([
     [1, undefined, 1000],
     [2, undefined, 2000],
     [3, undefined, 4000],
     [10, undefined, 60_000],
-    [1, 30, 30_000],
-    [7, 5, 60_000],
+    [1, 30_000, 30_000],
+    [7, 5000, 60_000],
   ])('after %s failures with Retry-After %s waits %s ms', (attempts, retryAfter, expected) => {
-    expect(backoffMs(attempts, retryAfter)).toBe(expected);
+    expect(refreshBackoffMs(attempts, retryAfter)).toBe(expected);
   });
 });
 

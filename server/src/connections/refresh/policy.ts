@@ -1,3 +1,4 @@
+import { backoffMs, type BackoffShape } from '../../base/backoff.ts';
 import type { ConnectionRecord } from '../records.ts';
 
 /**
@@ -68,8 +69,10 @@ export function mayRefreshOnRejection(
   return record.uncuredAt === undefined || now - record.uncuredAt >= holdMs;
 }
 
-/** Exponential back-off after transient refresh failures: 1 s, 2 s, 4 s … capped at 60 s. */
-export function backoffMs(attempts: number, retryAfterSeconds?: number): number {
-  const exponential = Math.min(1000 * 2 ** Math.max(0, attempts - 1), 60_000);
-  return Math.max(exponential, (retryAfterSeconds ?? 0) * 1000);
+/** Refreshes back off from 1 s after a transient failure, doubling to a minute (base/backoff.ts). */
+export const REFRESH_BACKOFF: BackoffShape = { firstMs: 1000, maxMs: 60_000 };
+
+/** The wait after `attempts` transient failures, or what the provider asked for if longer. */
+export function refreshBackoffMs(attempts: number, retryAfterMs?: number): number {
+  return Math.max(backoffMs(attempts, REFRESH_BACKOFF), retryAfterMs ?? 0);
 }

@@ -8,9 +8,9 @@ import { isStoreDown } from '../../store/errors.ts';
 import type { Store } from '../../store/types.ts';
 import { createRefreshLock, type Lease } from './lock.ts';
 import {
-  backoffMs,
   mayRefreshOnRejection as refreshOnRejection,
   PROACTIVE,
+  refreshBackoffMs,
   stillNeeded,
   stillUsable,
   type RefreshReason,
@@ -284,7 +284,7 @@ export function createTokenService(deps: TokenServiceDeps) {
       return needed(latest, reason) ? fallBack(latest, now() + 1000, reason) : latest;
     }
     const attempts = (backoff?.attempts ?? 0) + 1;
-    const until = now() + backoffMs(attempts, error.retryAfter);
+    const until = now() + refreshBackoffMs(attempts, error.retryAfterMs);
     await store.set(
       keys.backoff(sid, record.id),
       JSON.stringify({ until, attempts } satisfies Backoff),
