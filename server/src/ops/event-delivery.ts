@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { backoffMs, type BackoffShape } from '../base/backoff.ts';
 import { retryAfterMs } from '../base/retry-after.ts';
 import { EVENT_SHARDS, eventShard, keys } from '../store/keys.ts';
+import { createLeases } from '../store/lease.ts';
 import { StoreUnavailableError, type Store } from '../store/types.ts';
 import {
   DEFAULT_EVENT_LIMITS,
@@ -91,7 +91,7 @@ export function createDelivery(options: DeliveryOptions) {
   const perLease = options.perLease ?? 5;
   const batch = options.batch ?? 20;
   const backlogCheckMs = options.backlogCheckMs ?? 10_000;
-  const owner = randomBytes(8).toString('hex');
+  const leases = createLeases(store);
   const counters: DeliveryCounters = {
     delivered: 0,
     failedAttempts: 0,
@@ -240,13 +240,12 @@ export function createDelivery(options: DeliveryOptions) {
 
   /** `work` under the session's lease; nothing when another instance holds it. */
   async function leased(sid: string, work: () => Promise<void>): Promise<void> {
-    const lease = keys.outboxLease(sid);
-    const token = `${owner}:${randomBytes(6).toString('hex')}`;
-    if (!(await store.setIfAbsent(lease, token, leaseMs))) return;
+    const lease = await leases.take(keys.outboxLease(sid), leaseMs);
+    if (!lease) return;
     try {
       await work();
     } finally {
-      await store.deleteIfEquals(lease, token);
+      await leases.release(lease);
     }
   }
 

@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { TokenCounters } from '../connections/refresh/service.ts';
-import { randomToken } from '../base/crypto.ts';
 import { keys } from '../store/keys.ts';
+import { createLeases, type Lease } from '../store/lease.ts';
 import type { Store } from '../store/types.ts';
 import type { DeadLetterReason, DeliveryCounters } from './event-delivery.ts';
 import type { EventLimits } from './events.ts';
@@ -261,22 +261,24 @@ export function createMetrics(options: { version?: string; revision?: string } =
 
 /**
  * Whether this instance is the one reporting store-wide gauges: the holder of a lease in the
- * store, taken by whoever is scraped while it is free and kept by its holder's scrapes (a minute
- * unscraped and another takes over). Every instance would otherwise report the same totals.
+ * store (store/lease.ts), taken by whoever is scraped while it is free and renewed by its holder's
+ * scrapes (a minute unscraped and another takes over). Every instance would otherwise report the
+ * same totals.
  */
 export function storeWideReporter(store: Store) {
-  const me = randomToken(12);
+  const leases = createLeases(store);
   const LEASE_MS = 60_000;
+  let held: Lease | null = null;
   return {
     async reports(): Promise<boolean> {
-      if (await store.setIfAbsent(keys.metricsReporter, me, LEASE_MS)) return true;
-      if ((await store.get(keys.metricsReporter)) !== me) return false;
-      await store.expire(keys.metricsReporter, LEASE_MS);
-      return true;
+      if (held && (await leases.renew(held, LEASE_MS))) return true;
+      held = await leases.take(keys.metricsReporter, LEASE_MS);
+      return held !== null;
     },
     /** At shutdown: the next instance scraped takes over at once. */
     async release(): Promise<void> {
-      await store.deleteIfEquals(keys.metricsReporter, me);
+      if (held) await leases.release(held);
+      held = null;
     },
   };
 }

@@ -76,6 +76,12 @@ export function createMemoryStore(now: () => number = Date.now): Store {
       entries.delete(key);
       return true;
     },
+    async expireIfEquals(key, value, ttlMs) {
+      const entry = live(key);
+      if (entry?.kind !== 'string' || entry.value !== value) return false;
+      entry.expiresAt = now() + ttlMs;
+      return true;
+    },
     async getVersioned(key) {
       const entry = live(key);
       return entry?.kind === 'versioned' ? { ...entry.value } : null;

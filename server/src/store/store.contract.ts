@@ -84,6 +84,17 @@ export function storeContract(
       expect(await store.get(k)).toBeNull();
     });
 
+    it('renews a lease only for its owner', async () => {
+      const { store, advance } = setup();
+      const k = key('lease');
+      await store.set(k, 'owner-1', 50);
+      expect(await store.expireIfEquals(k, 'owner-2', 10_000)).toBe(false);
+      expect(await store.expireIfEquals(k, 'owner-1', 10_000)).toBe(true);
+      await advance(60);
+      expect(await store.get(k)).toBe('owner-1');
+      expect(await store.expireIfEquals(key('absent'), 'owner-1', 10_000)).toBe(false);
+    });
+
     it('writes a versioned record only over the version it read', async () => {
       const { store } = setup();
       const k = key('v');

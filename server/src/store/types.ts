@@ -18,6 +18,8 @@ export interface Store {
   expire(key: string, ttlMs: number): Promise<void>;
   /** Delete only while the key still holds `value` (a lock released by its owner only). */
   deleteIfEquals(key: string, value: string): Promise<boolean>;
+  /** A new time to live only while the key still holds `value` (a lease renewed by its owner). */
+  expireIfEquals(key: string, value: string, ttlMs: number): Promise<boolean>;
   /**
    * A record with a version, for compare-and-set writes; from the store itself unless `cached`.
    * `cached` may answer from an in-process copy that Redis invalidates (client-side caching): a

@@ -6,7 +6,7 @@ import { keys } from '../../store/keys.ts';
 import { ProviderError, type Provider } from '../../oauth/provider.ts';
 import { isStoreDown } from '../../store/errors.ts';
 import type { Store } from '../../store/types.ts';
-import { createRefreshLock, type Lease } from './lock.ts';
+import { createRefreshLock, type HeldLock } from './lock.ts';
 import {
   mayRefreshOnRejection as refreshOnRejection,
   PROACTIVE,
@@ -151,7 +151,7 @@ export function createTokenService(deps: TokenServiceDeps) {
     sid: string,
     id: string,
     reason: RefreshReason,
-    lease: Lease,
+    lease: HeldLock,
   ): Promise<LoadedConnection> {
     const current = await loadOrNotFound(sid, id);
     const { tokens } = current.record;
@@ -176,7 +176,7 @@ export function createTokenService(deps: TokenServiceDeps) {
     current: LoadedConnection,
     tokens: NonNullable<ConnectionRecord['tokens']>,
     backoff: Backoff | null,
-    lease: Lease,
+    lease: HeldLock,
   ): Promise<LoadedConnection> {
     const { id } = current.record;
     const next: ConnectionRecord = { ...current.record, tokens };
@@ -239,7 +239,7 @@ export function createTokenService(deps: TokenServiceDeps) {
     sid: string,
     record: ConnectionRecord,
     version: number,
-    lease: Lease,
+    lease: HeldLock,
   ): Promise<void> {
     for (let attempt = 0; attempt < Math.ceil(lock.leaseMs / STORE_RETRY_MS); attempt++) {
       await deps.sleep(STORE_RETRY_MS);

@@ -62,6 +62,10 @@ const DELETE_IF_EQUALS = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
+const EXPIRE_IF_EQUALS = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`;
+
 const SET_ADD = `
 redis.call('SADD', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -240,6 +244,8 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
       await replicated(key);
     },
     deleteIfEquals: async (key, value) => (await script(DELETE_IF_EQUALS, [key], [value])) === 1,
+    expireIfEquals: async (key, value, ttlMs) =>
+      (await script(EXPIRE_IF_EQUALS, [key], [value, String(ttlMs)])) === 1,
     getVersioned: (key, options = {}) =>
       tracked(key, options, async () => {
         const [version, value] = (await redis.sendCommand(key, ['HMGET', key, 'v', 'd'])) as (
