@@ -1,16 +1,18 @@
 import { createConnectionRepository, type ConnectionRecord } from '../connections/records.ts';
 import { createSealer, MissingKeyError, type Keyring } from '../base/crypto.ts';
-import { EVENT_SHARDS, eventShard, keys } from '../store/keys.ts';
+import {
+  EVENT_SHARDS,
+  eventShard,
+  keys,
+  parseSessionKey,
+  sessionKeyPatterns,
+  type SessionKey,
+} from '../store/keys.ts';
 import { createSessions } from '../connections/sessions.ts';
 import { createRedisStore } from '../store/redis/store.ts';
 import { noEvents } from '../connections/events.ts';
 import { createOutbox, OUTBOX_RETENTION_MS } from './events.ts';
 import { scanKeys, type Redis } from '../store/redis/clients.ts';
-
-/** `baton:{sid}:connection:id`, the only keys holding sealed tokens. */
-const CONNECTION_KEY = /^baton:\{([^}]+)\}:connection:(.+)$/;
-const SESSION_KEY = /^baton:\{([^}]+)\}:session$/;
-const OUTBOX_KEY = /^baton:\{([^}]+)\}:outbox$/;
 
 /** The operator's commands over the broker's Redis, whichever its topology. */
 export function createAdmin(
@@ -28,14 +30,16 @@ export function createAdmin(
   const sessions = createSessions(store, Date.now, undefined, events);
   const connections = createConnectionRepository(store, sealer, { sessions });
 
-  /** SCAN walks one node's keyspace: a Cluster's keys are spread over its masters. */
-  const scan = (match: string) => scanKeys(redis, match);
-  async function* connectionKeys(): AsyncGenerator<{ sid: string; id: string }> {
-    for await (const key of scan('baton:{*}:connection:*')) {
-      const match = CONNECTION_KEY.exec(key);
-      if (match?.[1] && match[2]) yield { sid: match[1], id: match[2] };
+  /** The session keys of one kind, on every master (SCAN walks one node's keyspace). */
+  async function* sessionKeys<K extends SessionKey['kind']>(
+    kind: K,
+  ): AsyncGenerator<Extract<SessionKey, { kind: K }>> {
+    for await (const key of scanKeys(redis, sessionKeyPatterns[kind])) {
+      const parsed = parseSessionKey(key);
+      if (parsed?.kind === kind) yield parsed as Extract<SessionKey, { kind: K }>;
     }
   }
+  const connectionKeys = () => sessionKeys('connection');
   const kidOf = (blob: string): string => blob.split('.')[0] ?? '?';
 
   async function dropSession(sid: string) {
@@ -49,7 +53,7 @@ export function createAdmin(
   return {
     async stats() {
       let sessions = 0;
-      for await (const key of scan('baton:{*}:session')) if (SESSION_KEY.test(key)) sessions++;
+      for await (const _session of sessionKeys('session')) sessions++;
       const byStatus: Record<string, number> = {};
       const byKey: Record<string, number> = {};
       let unreadable = 0;
@@ -139,9 +143,7 @@ export function createAdmin(
      */
     async sweepEvents() {
       let outboxes = 0;
-      for await (const key of scan('baton:{*}:outbox')) {
-        const sid = OUTBOX_KEY.exec(key)?.[1];
-        if (sid === undefined) continue;
+      for await (const { sid } of sessionKeys('outbox')) {
         outboxes++;
         await store.schedulePut(keys.eventsDue(eventShard(sid)), sid, Date.now(), {
           onlyIfAbsent: true,

@@ -31,6 +31,30 @@ export const keys = {
   authSessionPrefix: 'baton:authsession:',
 } as const;
 
+/** What a session's key is, read back from its name (for the admin CLI's scans). */
+export type SessionKey =
+  | { kind: 'session'; sid: string }
+  | { kind: 'connection'; sid: string; id: string }
+  | { kind: 'outbox'; sid: string };
+
+const SESSION_KEY = /^baton:\{([A-Za-z0-9_-]+)\}:(session|outbox|connection:(.+))$/;
+
+/** The session key `key` names (its kind, session id, connection id), or null for any other. */
+export function parseSessionKey(key: string): SessionKey | null {
+  const match = SESSION_KEY.exec(key);
+  const [, sid, kind, id] = match ?? [];
+  if (sid === undefined || kind === undefined) return null;
+  if (id !== undefined) return { kind: 'connection', sid, id };
+  return kind === 'session' ? { kind: 'session', sid } : { kind: 'outbox', sid };
+}
+
+/** SCAN patterns for the session keys of each kind (on each master: a Cluster spreads them). */
+export const sessionKeyPatterns = {
+  session: 'baton:{*}:session',
+  connection: 'baton:{*}:connection:*',
+  outbox: 'baton:{*}:outbox',
+} as const;
+
 /** How many keys the event schedule, its count and the dead letters are each spread over. */
 export const EVENT_SHARDS = 16;
 
