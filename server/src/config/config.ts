@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { parseKeyring, type Keyring } from '../base/crypto.ts';
-import type { SessionLifetime } from '../connections/sessions.ts';
-import { parseAllowlist, type Allowlist } from '../oauth/allowlist.ts';
-import { DEFAULT_EVENT_LIMITS, parseWebhookSecret, type EventLimits } from '../ops/events.ts';
+import { parseKeyring } from '../base/crypto.ts';
+import { parseAllowlist } from '../oauth/allowlist.ts';
+import { DEFAULT_EVENT_LIMITS, parseWebhookSecret } from '../ops/events.ts';
 import { parseClusterNodes, parseSentinel, type RedisTopology } from '../store/redis/clients.ts';
+import { refusals } from './refusals.ts';
+import type { Config } from './types.ts';
 import {
   DEV,
   DEV_REDIRECT_URLS,
@@ -17,89 +18,7 @@ import {
 } from './variables.ts';
 
 export { CONFIG_VARIABLES, FILE_SECRETS } from './variables.ts';
-
-/** Everything the broker reads from its environment, parsed once at start-up, by concern. */
-export interface Config {
-  production: boolean;
-  /** Development fallbacks that were used, for a loud warning at start-up. */
-  developmentDefaults: string[];
-  /** The provider: where its authorization pages are, who we are to it, its allowed api_urls. */
-  provider: {
-    authUrl: string;
-    clientId: string;
-    clientSecret: string;
-    /** `${PUBLIC_URL}/auth/callback`, the redirect_uri registered at the provider. */
-    redirectUri: string;
-    apiUrlAllowlist: Allowlist;
-  };
-  publicUrl: URL;
-  extensionRedirectUrls: readonly string[];
-  sessionSecrets: string[];
-  keyring: Keyring;
-  listen: { port: number; host: string; trustProxy: boolean | number | string };
-  logLevel: string;
-  redis: {
-    /** REDIS_URL, REDIS_SENTINEL or REDIS_CLUSTER_NODES; undefined: the embedded store. */
-    topology: RedisTopology | undefined;
-    /** Entries of the client-side cache (REDIS_CACHE_ENTRIES, default 10,000; 0: off). */
-    cacheEntries: number;
-    /**
-     * Replicas that must acknowledge each durable write (REDIS_WAIT_REPLICAS; default 1 with
-     * Sentinel, whose point is failing over to a replica, else 0), and how long to wait for them.
-     */
-    waitReplicas: number;
-    waitTimeoutMs: number;
-  };
-  refresh: {
-    /** Refresh this long before expiry (REFRESH_AHEAD_SECONDS, default 300). */
-    aheadMs: number;
-    /**
-     * After a refresh that did not cure an upstream 401, that connection's 401s are passed on
-     * without a refresh for this long (REFRESH_MIN_INTERVAL_SECONDS, default 60).
-     */
-    minIntervalMs: number;
-    /** Bound on one token request (TOKEN_TIMEOUT_MS, default 10 s). */
-    tokenTimeoutMs: number;
-    /** The refresh lock's lease (REFRESH_LEASE_MS, default token timeout + 5 s): outlives it. */
-    leaseMs: number;
-  };
-  proxy: {
-    /** Bound on one proxied call, start to last byte (PROXY_TIMEOUT_MS, default 30 s). */
-    timeoutMs: number;
-    /** Bytes one proxied answer may relay (PROXY_MAX_ANSWER_BYTES, default 32 MiB). */
-    maxAnswerBytes: number;
-  };
-  sessions: {
-    /** SESSION_IDLE_TIMEOUT (seconds, default 30 days) and SESSION_MAX_AGE (optional). */
-    lifetime: SessionLifetime;
-    /** Failed session checks one client may make per minute, per instance. */
-    failureLimit: number;
-    /** Calls one session may make per minute, per instance (0: no limit). */
-    rateLimit: number;
-  };
-  shutdown: {
-    /** On SIGTERM, stay up but not ready this long first (SHUTDOWN_DELAY_MS, default 0). */
-    delayMs: number;
-    /** Bound on draining requests and refreshes (SHUTDOWN_TIMEOUT_MS, default 10 s). */
-    timeoutMs: number;
-  };
-  metrics: {
-    /** Bearer token for GET /metrics (METRICS_TOKEN). */
-    token: string | undefined;
-    /** A separate port serving only /metrics (METRICS_PORT). */
-    port: number | undefined;
-  };
-  events: {
-    /** Where events go, signed with each secret (Standard Webhooks keys, decoded). */
-    webhook: { url: string; secrets: Buffer[] } | undefined;
-    /** EVENTS_OUTBOX_MAX, EVENTS_BACKLOG_MAX, EVENTS_DEAD_LETTERS_MAX (docs/events.md). */
-    limits: EventLimits;
-  };
-  tracing: {
-    /** Whether a caller's sampled flag decides (TRACE_TRUST_CALLER_SAMPLING, default false). */
-    trustCallerSampling: boolean;
-  };
-}
+export type { Config } from './types.ts';
 
 /** Thrown with every problem named, so an operator fixes them all in one go. */
 export class ConfigError extends Error {
@@ -330,82 +249,6 @@ function redisTopology(values: Values, problems: string[]): RedisTopology | unde
       parseClusterNodes(REDIS_CLUSTER_NODES),
     );
     return nodes ? { mode: 'cluster', nodes, ...credentials } : null;
-  }
-  return undefined;
-}
-
-const LOOPBACK = /^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|localhost)$/;
-
-/** What would quietly weaken a deployment, or contradict itself: each named. */
-function refusals(values: Values, config: Config | undefined, production: boolean): string[] {
-  const found: string[] = [];
-  const refuse = (when: boolean, problem: string) => {
-    if (when) found.push(problem);
-  };
-  const publicUrl = new URL(values.PUBLIC_URL);
-  refuse(
-    publicUrl.pathname !== '/' || publicUrl.search !== '' || publicUrl.hash !== '',
-    'PUBLIC_URL must be an origin, with no path, query or fragment',
-  );
-  refuse(
-    (values.EVENTS_WEBHOOK_URL === undefined) !== (values.EVENTS_WEBHOOK_SECRET === undefined),
-    'EVENTS_WEBHOOK_URL and EVENTS_WEBHOOK_SECRET go together: set both or neither',
-  );
-  if (config)
-    refuse(
-      config.refresh.leaseMs <= config.refresh.tokenTimeoutMs,
-      'REFRESH_LEASE_MS must be longer than TOKEN_TIMEOUT_MS',
-    );
-  if (!production) return found;
-  refuse(publicUrl.protocol !== 'https:', 'PUBLIC_URL must be https in production');
-  refuse(
-    config?.provider.apiUrlAllowlist.some((entry) => entry.scheme !== 'https') === true,
-    'API_URL_ALLOWLIST entries must be https in production',
-  );
-  refuse(
-    values.TRUST_PROXY === 'true',
-    'TRUST_PROXY=true trusts any client to set X-Forwarded-For past the rate limits: give the number of proxies in front (1) or their addresses',
-  );
-  const trust = implausibleTrust(values.TRUST_PROXY);
-  if (trust !== undefined) found.push(trust);
-  refuse(
-    values.METRICS_PORT !== undefined &&
-      values.METRICS_TOKEN === undefined &&
-      !LOOPBACK.test(values.HOST),
-    `METRICS_PORT would serve /metrics to anyone who reaches ${values.HOST}: set METRICS_TOKEN, or bind HOST to loopback`,
-  );
-  refuse(
-    values.EVENTS_WEBHOOK_URL !== undefined &&
-      new URL(values.EVENTS_WEBHOOK_URL).protocol !== 'https:',
-    'EVENTS_WEBHOOK_URL must be https in production',
-  );
-  return found;
-}
-
-/** More proxies than any real deployment chains in front of one service. */
-const MAX_PROXY_HOPS = 10;
-/**
- * Ranges wider than this are not a deployment's proxies (10.0.0.0/8 and the IPv6 unique local
- * fc00::/7 are the widest private ones): they are most of the Internet.
- */
-const NARROWEST_TRUST = { 4: 8, 6: 7 } as const;
-
-/**
- * Why a TRUST_PROXY value would let clients choose their own address (past the rate limits), or
- * undefined: a hop count beyond any real chain of proxies, or a range wider than a network's.
- */
-function implausibleTrust(value: string | undefined): string | undefined {
-  if (value === undefined || value === 'true' || value === 'false') return undefined;
-  if (/^\d+$/.test(value))
-    return Number(value) > MAX_PROXY_HOPS
-      ? `TRUST_PROXY=${value} trusts more proxies than any deployment has: give the number in front (1 behind one load balancer), at most ${MAX_PROXY_HOPS}`
-      : undefined;
-  for (const entry of list(value)) {
-    const match = /^(.+)\/(\d{1,3})$/.exec(entry);
-    if (!match?.[1]) continue;
-    const family = match[1].includes(':') ? 6 : 4;
-    if (Number(match[2]) < NARROWEST_TRUST[family])
-      return `TRUST_PROXY=${value} trusts ${entry}, a range wider than any network's proxies (IPv4 /${NARROWEST_TRUST[4]}, IPv6 /${NARROWEST_TRUST[6]} at the widest): name your proxies' addresses or subnets`;
   }
   return undefined;
 }
