@@ -1,14 +1,13 @@
 import type { Logger } from 'pino';
 import { backoffMs, type BackoffShape } from '../base/backoff.ts';
-import { retryAfterMs } from '../base/retry-after.ts';
 import { EVENT_SHARDS, eventShard, keys } from '../store/keys.ts';
 import { createLeases } from '../store/lease.ts';
+import { createOutboxHeads, type Attempts, type DeliveryCounters } from './outbox-heads.ts';
+import { createWebhook } from './webhook.ts';
 import { StoreUnavailableError, type Store } from '../store/types.ts';
 import {
   DEFAULT_EVENT_LIMITS,
   OUTBOX_RETENTION_MS,
-  sessionRef,
-  signatures,
   type EventLimits,
   type OutboxEntry,
 } from './events.ts';
@@ -30,15 +29,7 @@ import {
  * - Sessions due for delivery sit in a schedule on the store spread over EVENT_SHARDS keys, on
  *   this process's clock (injected: a test runs simulated days in milliseconds).
  */
-export type DeadLetterReason = 'expired' | 'outbox_full' | 'backlog_full';
-
-export interface DeliveryCounters {
-  delivered: number;
-  failedAttempts: number;
-  deadLettered: Record<DeadLetterReason, number>;
-  /** Dead letters dropped to keep the dead letters within their age and count. */
-  deadLettersDropped: number;
-}
+export type { DeadLetterReason, DeliveryCounters } from './outbox-heads.ts';
 
 export interface DeliveryOptions {
   store: Store;
@@ -69,16 +60,6 @@ const BACKOFF: BackoffShape = { firstMs: 5000, maxMs: 3600 * 1000 };
 /** Events dead-lettered in one go under one lease, at most (the rest wait for the next). */
 const SHED_PER_LEASE = 100;
 
-interface Attempts {
-  id: string;
-  count: number;
-  first: number;
-  /** What the last attempt got, for a dead letter. */
-  outcome?: string;
-}
-
-type Outcome = { ok: true } | { ok: false; outcome: string; retryAfterMs?: number | undefined };
-
 const shards = Array.from({ length: EVENT_SHARDS }, (_, shard) => shard);
 
 export function createDelivery(options: DeliveryOptions) {
@@ -92,98 +73,16 @@ export function createDelivery(options: DeliveryOptions) {
   const batch = options.batch ?? 20;
   const backlogCheckMs = options.backlogCheckMs ?? 10_000;
   const leases = createLeases(store);
+  const webhook = createWebhook({ ...options, timeoutMs });
   const counters: DeliveryCounters = {
     delivered: 0,
     failedAttempts: 0,
     deadLettered: { expired: 0, outbox_full: 0, backlog_full: 0 },
     deadLettersDropped: 0,
   };
-  const deadLettersPerShard = Math.max(1, Math.ceil(limits.deadLetters / EVENT_SHARDS));
 
-  async function post(event: OutboxEntry): Promise<Outcome> {
-    const timestamp = String(Math.floor(now() / 1000));
-    try {
-      const response = await options.fetch(options.url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': 'Baton-Webhooks',
-          'webhook-id': event.id,
-          'webhook-timestamp': timestamp,
-          'webhook-signature': signatures(options.secrets, event.id, timestamp, event.body),
-        },
-        body: event.body,
-        redirect: 'manual',
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-      await response.body?.cancel();
-      if (response.ok) return { ok: true };
-      return {
-        ok: false,
-        outcome: `status ${response.status}`,
-        retryAfterMs: retryAfterMs(response.headers.get('retry-after'), now()),
-      };
-    } catch (error) {
-      return { ok: false, outcome: (error as Error).name };
-    }
-  }
-
-  const attemptsOf = async (sid: string, id: string): Promise<Attempts | null> => {
-    const stored = await store.get(keys.outboxAttempts(sid));
-    const attempts = stored === null ? null : (JSON.parse(stored) as Attempts);
-    return attempts?.id === id ? attempts : null;
-  };
-
-  /** The head `raw` left its outbox: it is counted out of the backlog. */
-  async function popped(sid: string, raw: string): Promise<boolean> {
-    if (!(await store.listPopIfHead(keys.outbox(sid), raw))) return false;
-    await Promise.all([
-      store.del(keys.outboxAttempts(sid)),
-      store.counterAdd(keys.eventsBacklog(eventShard(sid)), -1, OUTBOX_RETENTION_MS),
-    ]);
-    return true;
-  }
-
-  /**
-   * The head `raw` set aside: into the dead letters first, then out of the outbox, so that an
-   * instance that stops in between leaves it in both (and sets it aside again), never in neither.
-   */
-  async function deadLetter(
-    sid: string,
-    raw: string,
-    reason: DeadLetterReason,
-    outcome: string | undefined,
-  ): Promise<void> {
-    const event = JSON.parse(raw) as OutboxEntry;
-    const attempts = await attemptsOf(sid, event.id);
-    const at = now();
-    const letter = JSON.stringify({
-      ...event,
-      session_ref: sessionRef(sid),
-      reason,
-      attempts: attempts?.count ?? 0,
-      ...(event.at === undefined ? {} : { recorded_at: new Date(event.at).toISOString() }),
-      ...(attempts ? { first_attempt_at: new Date(attempts.first).toISOString() } : {}),
-      dead_at: new Date(at).toISOString(),
-      last_outcome: outcome ?? attempts?.outcome ?? 'not attempted',
-    });
-    counters.deadLettersDropped += await store.logAdd(
-      keys.deadLetters(eventShard(sid)),
-      letter,
-      at,
-      {
-        maxCount: deadLettersPerShard,
-        minAtMs: at - limits.deadLetterRetentionMs,
-        ttlMs: limits.deadLetterRetentionMs,
-      },
-    );
-    if (!(await popped(sid, raw))) return;
-    counters.deadLettered[reason]++;
-    log.error(
-      { event: event.id, type: event.type, reason, attempts: attempts?.count ?? 0 },
-      'event not delivered: moved to the dead letters',
-    );
-  }
+  const heads = createOutboxHeads({ store, now, log, limits, counters });
+  const { attemptsOf, popped, deadLetter } = heads;
 
   /**
    * The outbox's head, tried once; false when the session must wait (back-off). Its window is its
@@ -193,7 +92,7 @@ export function createDelivery(options: DeliveryOptions) {
    */
   async function deliverHead(sid: string, raw: string): Promise<boolean> {
     const event = JSON.parse(raw) as OutboxEntry;
-    const outcome = await post(event);
+    const outcome = await webhook.post(event);
     if (outcome.ok) {
       if (await popped(sid, raw)) counters.delivered++;
       log.info({ event: event.id, type: event.type }, 'event delivered');

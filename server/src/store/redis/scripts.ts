@@ -1,0 +1,86 @@
+/**
+ * The Lua scripts of the Redis store (store.ts): each does one step atomically, on one slot (every
+ * key a script names shares a hash tag).
+ */
+/** Append ARGV[i] to the list KEYS[k], which then lives at least ARGV[i + 1] ms. */
+const PUSH = `local function push(k, i)
+  redis.call('RPUSH', KEYS[k], ARGV[i])
+  local ttl = tonumber(ARGV[i + 1])
+  if redis.call('PTTL', KEYS[k]) < ttl then redis.call('PEXPIRE', KEYS[k], ttl) end
+end`;
+
+/** KEYS[2], when given, is an outbox on the record's slot: the event goes in with the write. */
+export const SET_VERSIONED = `${PUSH}
+local current = redis.call('HGET', KEYS[1], 'v')
+if (current or '0') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'v', tostring(tonumber(ARGV[1]) + 1), 'd', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if KEYS[2] then push(2, 4) end
+return 1`;
+
+/**
+ * Deletes every key but the last and, only when the first existed, appends to the last (an outbox)
+ * in the same step: concurrent deletions record one event.
+ */
+export const DEL_RECORDING = `${PUSH}
+if redis.call('DEL', KEYS[1]) == 0 then return 0 end
+for i = 2, #KEYS - 1 do redis.call('DEL', KEYS[i]) end
+push(#KEYS, 1)
+return 1`;
+
+/** ZADD (NX when ARGV[3] is 1), then the schedule lives at least ARGV[4] ms (0: as it was). */
+export const SCHEDULE_PUT = `
+if ARGV[3] == '1' then redis.call('ZADD', KEYS[1], 'NX', ARGV[1], ARGV[2])
+else redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2]) end
+local keep = tonumber(ARGV[4])
+if keep > 0 and redis.call('PTTL', KEYS[1]) < keep then redis.call('PEXPIRE', KEYS[1], keep) end
+return 1`;
+
+export const COUNTER_ADD = `
+local value = redis.call('INCRBY', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return value`;
+
+/** ARGV: member, at, max count, min at, ttl. Answers how many members were dropped. */
+export const LOG_ADD = `
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+local dropped = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])
+local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[3])
+if over > 0 then dropped = dropped + redis.call('ZREMRANGEBYRANK', KEYS[1], 0, over - 1) end
+local ttl = tonumber(ARGV[5])
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+return dropped`;
+
+export const LIST_PUSH = `${PUSH}
+push(1, 1)
+return 1`;
+
+export const LIST_POP_IF_HEAD = `
+if redis.call('LINDEX', KEYS[1], 0) == ARGV[1] then redis.call('LPOP', KEYS[1]) return 1 end
+return 0`;
+
+export const DELETE_IF_EQUALS = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+export const EXPIRE_IF_EQUALS = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`;
+
+export const SET_ADD = `
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1`;
+
+const NOW_MS = `local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)`;
+
+export const INDEX_PUT = `${NOW_MS}
+local ttl = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+return 1`;
+
+export const INDEX_COUNT = `${NOW_MS}
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+return redis.call('ZCARD', KEYS[1])`;
