@@ -85,6 +85,7 @@ function apiBase(record: ConnectionRecord): { origin: string; path: string } {
 export interface ProxyDeps {
   dispatcher: Dispatcher;
   log: Logger;
+  tokens: CallTokens;
   /** Bound on one upstream call, from its start to its answer's last byte (default 30 s). */
   timeoutMs?: number;
   /** Bytes one answer may relay (default 32 MiB): larger ones are refused or cut. */
@@ -92,6 +93,21 @@ export interface ProxyDeps {
 }
 
 export const DEFAULT_MAX_ANSWER_BYTES = 32 * 1024 * 1024;
+
+/**
+ * One API call to forward: the client's request (`body` already read; null: none) and where to
+ * answer it, session `sid`'s connection, and what the call asks for under api_url (`below`, and
+ * `query` its query string, both as the client sent them).
+ */
+export interface ProxiedCall {
+  req: IncomingMessage;
+  body: Buffer | null;
+  res: ServerResponse;
+  sid: string;
+  loaded: LoadedConnection;
+  below: string;
+  query: string | undefined;
+}
 
 /** The token service, as the proxy uses it. */
 export interface CallTokens {
@@ -113,6 +129,7 @@ export interface CallTokens {
  * mark), and so is every 401 of that connection for the refresh budget's window.
  */
 export function createProxy(deps: ProxyDeps) {
+  const { tokens } = deps;
   const timeoutMs = deps.timeoutMs ?? 30_000;
   const bounds: Bounds = {
     maxBytes: deps.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES,
@@ -121,9 +138,7 @@ export function createProxy(deps: ProxyDeps) {
 
   /** One upstream call with `accessToken`; its answer is relayed into `res` when `relay` says so. */
   async function send(
-    req: IncomingMessage,
-    body: Buffer | null,
-    res: ServerResponse,
+    { req, body, res }: ProxiedCall,
     target: { origin: string; path: string },
     accessToken: string,
     relay: (status: number) => boolean,
@@ -160,21 +175,8 @@ export function createProxy(deps: ProxyDeps) {
   };
 
   return {
-    /**
-     * `body`: the request's, already read (null: none); `loaded`: session `sid`'s connection;
-     * `below`: the path the call asks for under api_url, and `query` its query string, both as
-     * the client sent them.
-     */
-    async forward(
-      req: IncomingMessage,
-      body: Buffer | null,
-      res: ServerResponse,
-      sid: string,
-      loaded: LoadedConnection,
-      tokens: CallTokens,
-      below: string,
-      query: string | undefined,
-    ): Promise<void> {
+    async forward(call: ProxiedCall): Promise<void> {
+      const { sid, loaded, below, query } = call;
       const path = checkProxyPath(below);
       if (path === undefined)
         throw new BrokerError('invalid_request', 'The API path is not allowed.');
@@ -189,13 +191,13 @@ export function createProxy(deps: ProxyDeps) {
 
       const record = current.record;
       const accessToken = current.record.tokens.accessToken;
-      let answer = await send(req, body, res, target, accessToken, (status) =>
+      let answer = await send(call, target, accessToken, (status) =>
         status === 401 ? !tokens.mayRefreshOnRejection(record) : !isRedirect(status),
       );
       if (!answer.relayed && answer.status === 401) {
         current = await tokens.usable(sid, current, { kind: 'rejected', accessToken });
         if (!current.record.tokens) throw reauthorize();
-        answer = await send(req, body, res, target, current.record.tokens.accessToken, relayed);
+        answer = await send(call, target, current.record.tokens.accessToken, relayed);
         // Already answered: the hold is the connection's business, not this call's.
         if (answer.status === 401)
           await tokens.uncured(sid, current).catch((error: unknown) => {

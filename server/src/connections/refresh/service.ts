@@ -4,13 +4,13 @@ import type { ConnectionRecord, ConnectionRepository, LoadedConnection } from '.
 import { BrokerError, notFound } from '../../base/errors.ts';
 import { keys } from '../../store/keys.ts';
 import { ProviderError, type Provider } from '../../oauth/provider.ts';
-import { isStoreDown } from '../../store/errors.ts';
 import type { Store } from '../../store/types.ts';
+import { createRefreshBackoff, type Backoff } from './backoff.ts';
 import { createRefreshLock, type HeldLock } from './lock.ts';
+import { createRotatedPairs } from './rotated.ts';
 import {
   mayRefreshOnRejection as refreshOnRejection,
   PROACTIVE,
-  refreshBackoffMs,
   stillNeeded,
   stillUsable,
   type RefreshReason,
@@ -42,14 +42,6 @@ export interface TokenCounters {
   lost: number;
 }
 
-interface Backoff {
-  until: number;
-  attempts: number;
-}
-
-/** How often a rotated pair the store did not take is offered to it again. */
-const STORE_RETRY_MS = 250;
-
 /**
  * Keeps each connection's access token usable, with exactly one refresh per connection at a time
  * across every instance. A refresh goes through these steps, each in its own function below:
@@ -68,8 +60,10 @@ const STORE_RETRY_MS = 250;
  * rejected token is never used again: 503 with Retry-After.
  */
 export function createTokenService(deps: TokenServiceDeps) {
-  const { store, connections, provider, now, log } = deps;
+  const { connections, provider, now, log } = deps;
   const lock = createRefreshLock(deps);
+  const backoffs = createRefreshBackoff(deps);
+  const rotatedPairs = createRotatedPairs({ ...deps, lock, backoffs });
   const inflight = new Map<string, Promise<LoadedConnection>>();
   const counters: TokenCounters = {
     lockAttempts: 0,
@@ -106,13 +100,6 @@ export function createTokenService(deps: TokenServiceDeps) {
     return current;
   }
 
-  async function activeBackoff(sid: string, id: string): Promise<Backoff | null> {
-    const raw = await store.get(keys.backoff(sid, id));
-    return raw === null ? null : (JSON.parse(raw) as Backoff);
-  }
-  const holdsBack = (backoff: Backoff | null): backoff is Backoff =>
-    backoff !== null && backoff.until > now();
-
   /** Step 2: the lock, or a wait for its holder and a fresh look. */
   async function acrossInstances(
     sid: string,
@@ -140,8 +127,8 @@ export function createTokenService(deps: TokenServiceDeps) {
         throw unavailable(now() + 1000);
       const current = await loadOrNotFound(sid, id);
       if (!needed(current, reason)) return current;
-      const backoff = await activeBackoff(sid, id);
-      if (holdsBack(backoff)) return fallBack(current, backoff.until, reason);
+      const backoff = await backoffs.of(sid, id);
+      if (backoffs.holds(backoff)) return fallBack(current, backoff.until, reason);
       if (now() > deadline) throw unavailable(now() + 1000);
     }
   }
@@ -156,115 +143,20 @@ export function createTokenService(deps: TokenServiceDeps) {
     const current = await loadOrNotFound(sid, id);
     const { tokens } = current.record;
     if (!needed(current, reason) || !tokens) return current;
-    const backoff = await activeBackoff(sid, id);
-    if (holdsBack(backoff)) return fallBack(current, backoff.until, reason);
+    const backoff = await backoffs.of(sid, id);
+    if (backoffs.holds(backoff)) return fallBack(current, backoff.until, reason);
     try {
       const rotated = await provider.refresh(current.record.apiUrl, tokens.refreshToken);
       counters.refreshes++;
-      return await stored(sid, current, rotated, backoff, lease);
+      const result = await rotatedPairs.store(sid, current, rotated, lease);
+      if (result.record.tokens === rotated && backoff) await backoffs.clear(sid, current.record.id);
+      return result;
     } catch (error) {
       if (!(error instanceof ProviderError)) throw error;
       counters[error.failure]++;
       if (error.failure === 'rejected') return disconnect(sid, current, error);
       return backOff(sid, current, error, backoff, reason);
     }
-  }
-
-  /** Step 4, rotated: store the new pair (versioned) before anyone uses it. */
-  async function stored(
-    sid: string,
-    current: LoadedConnection,
-    tokens: NonNullable<ConnectionRecord['tokens']>,
-    backoff: Backoff | null,
-    lease: HeldLock,
-  ): Promise<LoadedConnection> {
-    const { id } = current.record;
-    const next: ConnectionRecord = { ...current.record, tokens };
-    delete next.refreshLost;
-    const saved = await connections.save(sid, next, current.version).catch((error: unknown) => {
-      if (isStoreDown(error)) {
-        lease.kept = true;
-        void storeWhenBack(sid, next, current.version, lease);
-      }
-      throw error;
-    });
-    let result: LoadedConnection | null = { record: next, version: current.version + 1 };
-    if (!saved) {
-      result = await afterRefused(sid, next, current.version);
-      if (result?.record !== next) {
-        // A holder whose lease ran out: a newer pair is stored; keep that one.
-        log.warn({ connection: id }, 'refresh finished after its lease; keeping the newer pair');
-        return result ?? current;
-      }
-    }
-    if (backoff) await store.del(keys.backoff(sid, id));
-    log.info({ connection: id, reason: 'rotated' }, 'refreshed access token');
-    return result;
-  }
-
-  /**
-   * A rotated pair the versioned write refused. A higher stored version is a newer pair that
-   * another holder stored after this one's lease ran out: it stands. A lower one means the store
-   * went back in time (a failover promoted a replica that had not received the last writes): the
-   * stored pair is already used up at the provider and the one in hand is the only valid one, so
-   * it is written over the stale record. Answers what the store holds afterwards.
-   */
-  async function afterRefused(
-    sid: string,
-    next: ConnectionRecord,
-    expected: number,
-  ): Promise<LoadedConnection | null> {
-    const stored = await connections.load(sid, next.id);
-    if (
-      stored &&
-      stored.version < expected &&
-      (await connections.save(sid, next, stored.version))
-    ) {
-      log.warn(
-        { connection: next.id, stored: stored.version, expected },
-        'the store had lost writes (a failover?): stored the rotated pair over the older one',
-      );
-      return { record: next, version: stored.version + 1 };
-    }
-    return stored;
-  }
-
-  /**
-   * Stores a rotated pair the store did not take because it was down: the provider has already
-   * used up the old refresh token, so this pair is the only one left. Offered again while the
-   * lease lasts; the lock is released only then, so no other holder refreshes with the used token
-   * meanwhile. The versioned write keeps whatever someone else stored since.
-   */
-  async function storeWhenBack(
-    sid: string,
-    record: ConnectionRecord,
-    version: number,
-    lease: HeldLock,
-  ): Promise<void> {
-    for (let attempt = 0; attempt < Math.ceil(lock.leaseMs / STORE_RETRY_MS); attempt++) {
-      await deps.sleep(STORE_RETRY_MS);
-      try {
-        const written =
-          (await connections.save(sid, record, version)) ||
-          (await afterRefused(sid, record, version))?.record === record;
-        if (written) await store.del(keys.backoff(sid, record.id));
-        await lock.release(lease);
-        log.warn(
-          { connection: record.id, written },
-          'the store answered again; stored the rotated pair unless a newer one was there',
-        );
-        return;
-      } catch (error) {
-        if (!isStoreDown(error)) {
-          log.error({ err: error, connection: record.id }, 'could not store a rotated pair');
-          return;
-        }
-      }
-    }
-    log.error(
-      { connection: record.id },
-      'the store stayed down for the whole lease; a rotated pair is lost',
-    );
   }
 
   /** Step 4, transient or lost: back off, unless a newer state was stored meanwhile. */
@@ -283,13 +175,7 @@ export function createTokenService(deps: TokenServiceDeps) {
       log.warn({ connection: record.id, failure: error.failure }, 'refresh failed after its lease');
       return needed(latest, reason) ? fallBack(latest, now() + 1000, reason) : latest;
     }
-    const attempts = (backoff?.attempts ?? 0) + 1;
-    const until = now() + refreshBackoffMs(attempts, error.retryAfterMs);
-    await store.set(
-      keys.backoff(sid, record.id),
-      JSON.stringify({ until, attempts } satisfies Backoff),
-      until - now() + 60_000,
-    );
+    const { until } = await backoffs.grow(sid, record.id, backoff, error.retryAfterMs);
     if (error.failure === 'lost' && !record.refreshLost) {
       await connections.save(sid, { ...record, refreshLost: true }, current.version);
     }
@@ -328,7 +214,7 @@ export function createTokenService(deps: TokenServiceDeps) {
     if (!(await connections.save(sid, next, current.version, event))) {
       return (await connections.load(sid, record.id)) ?? current;
     }
-    await store.del(keys.backoff(sid, record.id));
+    await backoffs.clear(sid, record.id);
     log.warn(
       { connection: record.id, status: error.status, reason: next.disconnectedReason },
       'provider rejected the refresh; connection disconnected',

@@ -4,14 +4,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Track } from '../access-log.ts';
 import { BrokerError } from '../../base/errors.ts';
 import { createProxy, type ProxyDeps } from '../../connections/proxy.ts';
-import type { TokenService } from '../../connections/refresh/service.ts';
 import type { ConnectionLoader } from '../../connections/loader.ts';
 import type { RequireSid } from '../session-auth.ts';
 
 export interface ProxyRouteDeps extends ProxyDeps {
   requireSid: RequireSid;
   loadConnection: ConnectionLoader;
-  tokens: TokenService;
   /** The access log and metrics, as for every other route. */
   track: Track;
   /** The headers every answer carries. */
@@ -40,7 +38,7 @@ export type ProxyMatch = RegExpExecArray;
  * order: the method, the session, the body, the connection, then the upstream call.
  */
 export function proxyRoute(deps: ProxyRouteDeps) {
-  const { requireSid, loadConnection, tokens, track, prepare, fail } = deps;
+  const { requireSid, loadConnection, track, prepare, fail } = deps;
   const proxy = createProxy(deps);
   const raw = express.raw({ type: () => true, limit: '1mb' });
 
@@ -75,7 +73,7 @@ export function proxyRoute(deps: ProxyRouteDeps) {
         const sid = await requireSid(req);
         const body = await readBody(req, res);
         const loaded = await loadConnection(sid, decodeId(call[1] ?? ''));
-        await proxy.forward(req, body, res, sid, loaded, tokens, call[2] ?? '', call[3]);
+        await proxy.forward({ req, body, res, sid, loaded, below: call[2] ?? '', query: call[3] });
       } catch (error) {
         fail(res, error);
       }

@@ -1,0 +1,120 @@
+import type { Logger } from 'pino';
+import { isStoreDown } from '../../store/errors.ts';
+import type { ConnectionRecord, ConnectionRepository, LoadedConnection } from '../records.ts';
+import type { RefreshBackoff } from './backoff.ts';
+import type { HeldLock, RefreshLock } from './lock.ts';
+
+/** How often a rotated pair the store did not take is offered to it again. */
+const STORE_RETRY_MS = 250;
+
+/**
+ * A rotated pair, stored before anyone uses it (step 4 of a refresh, refresh/service.ts): the
+ * provider has already used up the old refresh token, so this pair must not be lost to a write
+ * that lost a race, a store that went back in time, or a store that is down for a moment.
+ */
+export function createRotatedPairs(deps: {
+  connections: ConnectionRepository;
+  lock: RefreshLock;
+  backoffs: RefreshBackoff;
+  log: Logger;
+  sleep: (ms: number) => Promise<void>;
+}) {
+  const { connections, lock, backoffs, log } = deps;
+
+  /** Step 4, rotated: store the new pair (versioned) before anyone uses it. */
+  async function store(
+    sid: string,
+    current: LoadedConnection,
+    tokens: NonNullable<ConnectionRecord['tokens']>,
+    lease: HeldLock,
+  ): Promise<LoadedConnection> {
+    const { id } = current.record;
+    const next: ConnectionRecord = { ...current.record, tokens };
+    delete next.refreshLost;
+    const saved = await connections.save(sid, next, current.version).catch((error: unknown) => {
+      if (isStoreDown(error)) {
+        lease.kept = true;
+        void storeWhenBack(sid, next, current.version, lease);
+      }
+      throw error;
+    });
+    let result: LoadedConnection | null = { record: next, version: current.version + 1 };
+    if (!saved) {
+      result = await afterRefused(sid, next, current.version);
+      if (result?.record !== next) {
+        // A holder whose lease ran out: a newer pair is stored; keep that one.
+        log.warn({ connection: id }, 'refresh finished after its lease; keeping the newer pair');
+        return result ?? current;
+      }
+    }
+    log.info({ connection: id, reason: 'rotated' }, 'refreshed access token');
+    return result;
+  }
+
+  /**
+   * A rotated pair the versioned write refused. A higher stored version is a newer pair that
+   * another holder stored after this one's lease ran out: it stands. A lower one means the store
+   * went back in time (a failover promoted a replica that had not received the last writes): the
+   * stored pair is already used up at the provider and the one in hand is the only valid one, so
+   * it is written over the stale record. Answers what the store holds afterwards.
+   */
+  async function afterRefused(
+    sid: string,
+    next: ConnectionRecord,
+    expected: number,
+  ): Promise<LoadedConnection | null> {
+    const stored = await connections.load(sid, next.id);
+    if (
+      stored &&
+      stored.version < expected &&
+      (await connections.save(sid, next, stored.version))
+    ) {
+      log.warn(
+        { connection: next.id, stored: stored.version, expected },
+        'the store had lost writes (a failover?): stored the rotated pair over the older one',
+      );
+      return { record: next, version: stored.version + 1 };
+    }
+    return stored;
+  }
+
+  /**
+   * Stores a rotated pair the store did not take because it was down: the provider has already
+   * used up the old refresh token, so this pair is the only one left. Offered again while the
+   * lease lasts; the lock is released only then, so no other holder refreshes with the used token
+   * meanwhile. The versioned write keeps whatever someone else stored since.
+   */
+  async function storeWhenBack(
+    sid: string,
+    record: ConnectionRecord,
+    version: number,
+    lease: HeldLock,
+  ): Promise<void> {
+    for (let attempt = 0; attempt < Math.ceil(lock.leaseMs / STORE_RETRY_MS); attempt++) {
+      await deps.sleep(STORE_RETRY_MS);
+      try {
+        const written =
+          (await connections.save(sid, record, version)) ||
+          (await afterRefused(sid, record, version))?.record === record;
+        if (written) await backoffs.clear(sid, record.id);
+        await lock.release(lease);
+        log.warn(
+          { connection: record.id, written },
+          'the store answered again; stored the rotated pair unless a newer one was there',
+        );
+        return;
+      } catch (error) {
+        if (!isStoreDown(error)) {
+          log.error({ err: error, connection: record.id }, 'could not store a rotated pair');
+          return;
+        }
+      }
+    }
+    log.error(
+      { connection: record.id },
+      'the store stayed down for the whole lease; a rotated pair is lost',
+    );
+  }
+
+  return { store };
+}
