@@ -176,7 +176,7 @@ function detailsBlock(
     h(
       'dl',
       { class: 'tree', 'data-testid': 'user-details' },
-      secondary.map((f) => detailRow(t(FACT_LABELS[f.key]), f.value)),
+      secondary.map((f) => detailRow(t(FACT_LABELS[f.key]), f.value, f.key)),
       fields.map((field) => detailRow(fieldLabel(field), field.value)),
       detailRow(t('factConnectedSince'), { kind: 'date', iso: c.connectedAt, withTime: true }),
       detailRow(t('factServer'), {
