@@ -64,7 +64,10 @@ export type Notice =
 
 export interface View {
   readonly brokerUrl: string;
-  /** The default language of the authorization pages, from the options page (null: automatic). */
+  /**
+   * The language of the authorization pages to offer first: the organisation's, else the one the
+   * user last signed in with, else the options page's default (null: from the browser's languages).
+   */
   readonly locale: Locale | null;
   readonly signedIn: boolean;
   readonly flow: FlowState;
