@@ -6,7 +6,7 @@ import type { Problem } from '../../problems.ts';
 import type { View } from '../../state/view.ts';
 import { h, icon, ICONS } from '../dom.ts';
 import { t } from '../i18n.ts';
-import { focusListIfLost, keepingFocus } from './focus.ts';
+import { focusListIfLost, keepingFocus, watchInputModality } from './focus.ts';
 import type { Screen } from './screen.ts';
 import { screenOf } from './screens.ts';
 import { statusOf, type Retry, type StatusAction } from './status.ts';
@@ -55,6 +55,7 @@ export function mountPopup(elements: PopupElements, deps: PopupDeps): void {
     statusKey: '',
   };
 
+  watchInputModality(document);
   elements.settingsButton.setAttribute('aria-label', t('openSettings'));
   elements.settingsButton.title = t('openSettings');
   elements.settingsButton.replaceChildren(icon(ICONS.settings));
@@ -128,7 +129,7 @@ export function mountPopup(elements: PopupElements, deps: PopupDeps): void {
     chooseLocale: (locale) => (ui.locale = locale),
     connect,
     refresh,
-    signOut: () => void act('signOut', 'session.signOut', null),
+    signOut: () => void act('signOut', 'session.signOut', null).then(focusListIfLost),
     disconnect: (id) =>
       void act(`disconnect:${id}`, 'connection.disconnect', { connectionId: id }).then(
         focusListIfLost,
