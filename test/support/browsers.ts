@@ -2,12 +2,18 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page as PwPage, type Worker } from 'playwright-core';
-import puppeteer, { type Browser as PpBrowser, type Page as PpPage } from 'puppeteer-core';
+import puppeteer, {
+  type Browser as PpBrowser,
+  type KeyInput,
+  type Page as PpPage,
+} from 'puppeteer-core';
 
 /** What a test does with a page, the same in both browsers. Selectors are CSS. */
 export interface UiPage {
   readonly url: () => string;
   click(selector: string): Promise<void>;
+  /** Focuses `selector` and presses `key` on the keyboard (`Enter`, `Tab`…), as a user would. */
+  press(selector: string, key: string): Promise<void>;
   fill(selector: string, value: string): Promise<void>;
   /** Waits until `selector` exists and, with `text`, contains it. */
   waitFor(selector: string, text?: string): Promise<void>;
@@ -47,6 +53,11 @@ export interface ExtensionBrowser {
 
 export interface LaunchOptions {
   /**
+   * The browser's language (`fr`, `nl`; default `en-US`): its UI, hence the extension's messages,
+   * and the languages it asks web pages for. Firefox needs its langpack (firefox-esr-l10n-*).
+   */
+  readonly locale?: string;
+  /**
    * A profile folder to use and keep (created when missing): closing the browser leaves it, so
    * that a second launch with it is the same browser restarted. Without it, a fresh profile that
    * close() removes.
@@ -71,7 +82,6 @@ const CHROMIUM_ARGS = [
   '--disable-background-networking',
   '--disable-component-update',
   '--disable-sync',
-  '--lang=en-US',
 ];
 
 /** Runs in the page: self-contained, no closure over this module. */
@@ -85,6 +95,7 @@ function playwrightPage(page: PwPage): UiPage {
   return {
     url: () => page.url(),
     click: (selector) => page.click(selector),
+    press: (selector, key) => page.press(selector, key),
     fill: (selector, value) => page.fill(selector, value),
     waitFor: async (selector, text) => {
       await page.waitForFunction(hasText, [selector, text ?? null] as const);
@@ -112,11 +123,17 @@ export async function launchChromium(
   options: LaunchOptions = {},
 ): Promise<ExtensionBrowser> {
   const { dir: profile, temporary } = await profileFolder(options, 'baton-chromium-');
+  const locale = options.locale ?? 'en-US';
   const context: BrowserContext = await chromium.launchPersistentContext(profile, {
     executablePath: '/usr/bin/chromium',
     headless: true,
+    ...(locale !== 'en-US' && {
+      env: { ...process.env, LANGUAGE: locale, LANG: `${locale}_BE.UTF-8` },
+    }),
     args: [
       ...CHROMIUM_ARGS,
+      `--lang=${locale}`,
+      ...(locale === 'en-US' ? [] : [`--accept-lang=${locale}-BE,${locale}`]),
       `--disable-extensions-except=${extensionDir}`,
       `--load-extension=${extensionDir}`,
     ],
@@ -202,6 +219,10 @@ function puppeteerPage(page: PpPage): UiPage {
         }
       }
     },
+    press: async (selector, key) => {
+      await page.focus(selector);
+      await page.keyboard.press(key as KeyInput);
+    },
     fill: async (selector, value) => {
       await page.$eval(selector, (node) => ((node as HTMLInputElement).value = ''));
       await page.type(selector, value);
@@ -230,8 +251,6 @@ function puppeteerPage(page: PpPage): UiPage {
 export const FIREFOX_UUID = '6c0ddc2a-6a43-4a5e-9c62-8b3e7f6a1d20';
 
 export interface FirefoxOptions extends LaunchOptions {
-  /** The UI language (its langpack must be installed: Debian's firefox-esr-l10n-*). */
-  readonly locale?: string;
   /**
    * The organisation's policy for the extension: written as a managed-storage manifest under a
    * home folder of the browser's own (~/.mozilla/managed-storage/<id>.json), as an administrator
