@@ -49,16 +49,20 @@ const BROWSERS = [
   },
 ] as const;
 
+/**
+ * Each browser gets a stack of its own (Redis, the sandbox, the broker): the broker allows 60
+ * requests a minute under /auth from one address, and these tests sign in a dozen times.
+ */
 let stack: E2eStack;
-
-beforeAll(async () => {
-  await mkdir(resultsRoot, { recursive: true });
-  stack = await startE2eStack(port);
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
+function ownStack(): void {
+  beforeAll(async () => {
+    await mkdir(resultsRoot, { recursive: true });
+    stack = await startE2eStack(port);
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+}
 
 /** axe-core's findings on `page`, none expected; `where` names the state in the failure. */
 async function expectAccessible(page: UiPage, where: string): Promise<void> {
@@ -78,6 +82,7 @@ const focusOf = (page: UiPage) =>
   })()`);
 
 describe.each(BROWSERS)('in $name', ({ name, launch }) => {
+  ownStack();
   let profile: string;
   let browser: ExtensionBrowser;
   let popup: UiPage;
@@ -318,6 +323,7 @@ describe.each(BROWSERS)('in $name', ({ name, launch }) => {
 });
 
 describe.each(['fr', 'nl'] as const)('in %s', (locale) => {
+  ownStack();
   describe.each(BROWSERS)('in $name', ({ name, launch }) => {
     it('the popup signed out and with a license, details open, and the options page: nothing for axe', async () => {
       const browser = await launch({ locale });
