@@ -13,7 +13,8 @@ import { statusOf, type Retry, type StatusAction } from './status.ts';
 import { renderStatus } from './status-view.ts';
 
 /**
- * The popup: paints the view from storage.session at once, asks the background to refresh it,
+ * The popup: paints the view from storage.session at once (after a browser restart, when that is
+ * empty, the licences kept in storage.local: state/last-view.ts), asks the background to refresh it,
  * re-renders whenever the background writes a new one, and sends every action through the
  * message map. One render loop over its parts: the status line (status.ts decides which message
  * wins, status-view.ts draws it), the screens and cards (screens.ts, cards.ts, details.ts), and
