@@ -4,14 +4,22 @@ import { defineConfig } from 'vitest/config';
  * Projects: `unit:*` are fast and beside the code (run by `pnpm check`); `integration` talks to a
  * real redis-server and the sandbox over HTTP; `deploy` builds the deployable folder and runs it in
  * production mode; `topology` runs brokers on a real Redis Cluster and Sentinel set; `e2e` drives
- * real browsers; `image` builds server/Dockerfile and runs it on a real Docker engine.
+ * real browsers; `image` builds server/Dockerfile and runs it on a real Docker engine; `kubernetes`
+ * renders deploy/kubernetes/ and checks every object and alert; `release` checks the version in
+ * every place, the build's revision and the SBOM of the broker's production dependencies;
+ * `bootstrap` runs the README's two commands on a fresh clone whose npm registry cannot be reached.
  */
 export default defineConfig({
   test: {
     reporters: ['default', './test/support/summary-reporter.ts'],
     projects: [
       { test: { name: 'unit:shared', include: ['shared/src/**/*.test.ts'] } },
-      { test: { name: 'unit:server', include: ['server/src/**/*.test.ts'] } },
+      {
+        test: {
+          name: 'unit:server',
+          include: ['server/src/**/*.test.ts', 'server/scripts/**/*.test.ts'],
+        },
+      },
       { test: { name: 'unit:sandbox', include: ['test/sandbox/src/**/*.test.ts'] } },
       'extension/vitest.config.ts',
       {
@@ -19,6 +27,8 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/support/require-tools.ts'],
+          // Every answer of the brokers it starts, checked against docs/openapi.json.
+          setupFiles: ['test/support/contract-setup.ts'],
           testTimeout: 30_000,
           hookTimeout: 30_000,
         },
@@ -35,11 +45,35 @@ export default defineConfig({
       },
       {
         test: {
+          name: 'bootstrap',
+          include: ['test/bootstrap/**/*.test.ts'],
+          testTimeout: 60_000,
+        },
+      },
+      {
+        test: {
           name: 'deploy',
           include: ['test/deploy/**/*.test.ts'],
           globalSetup: ['test/support/require-tools.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: 'kubernetes',
+          include: ['test/kubernetes/**/*.test.ts'],
+          globalSetup: ['test/support/require-tools.ts', 'test/support/require-kubectl.ts'],
+          testTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: 'release',
+          include: ['test/release/**/*.test.ts'],
+          globalSetup: ['test/support/require-tools.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 180_000,
         },
       },
       {
@@ -60,10 +94,17 @@ export default defineConfig({
         test: {
           name: 'image',
           include: ['test/image/**/*.test.ts'],
-          globalSetup: ['test/support/require-tools.ts', 'test/image/global-setup.ts'],
+          globalSetup: [
+            'test/support/require-tools.ts',
+            'test/support/require-kubectl.ts',
+            'test/image/global-setup.ts',
+          ],
           testTimeout: 120_000,
           // The global setup may make the base image (debootstrap) and builds server/Dockerfile.
           hookTimeout: 900_000,
+          // One file at a time: the SBOM's scan of the image's filesystem takes both cores for a
+          // minute, and the other files time a drain and wait on health checks.
+          fileParallelism: false,
         },
       },
       {

@@ -8,14 +8,15 @@
  *   drop-session <sid>          delete one session and its connections (sid: the session's key id)
  *   drop-session --connection <id>
  *                               the same, for the session that holds this connection
- *   events                      events waiting for delivery, and the dead letters (given up on)
+ *   events                      events waiting for delivery, and the newest dead letters
+ *   events sweep                schedule every outbox in Redis (a SCAN: after instances died)
  */
 import { createAdmin } from './ops/admin-commands.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, loadConfig } from './config/config.ts';
 import { createRedis } from './store/redis/clients.ts';
 
 const USAGE =
-  'usage: admin stats | reencrypt | drop-session <sid> | drop-session --connection <id> | events';
+  'usage: admin stats | reencrypt | drop-session <sid> | drop-session --connection <id> | events [sweep]';
 
 async function main(args: string[]): Promise<number> {
   let config;
@@ -26,24 +27,26 @@ async function main(args: string[]): Promise<number> {
     console.error(error.message);
     return 1;
   }
-  if (!config.redis) {
+  if (!config.redis.topology) {
     console.error(
       'REDIS_URL, REDIS_SENTINEL or REDIS_CLUSTER_NODES is required: the admin commands work on the broker’s Redis',
     );
     return 1;
   }
-  const redis = createRedis(config.redis, { cacheEntries: 0 });
+  const redis = createRedis(config.redis.topology, { cacheEntries: 0 });
   redis.client.on('error', () => {});
   await redis.client.connect();
   try {
     const admin = createAdmin(redis, config.keyring, {
-      events: config.eventsWebhook !== undefined,
+      events: config.events.webhook !== undefined,
     });
     const [command, ...rest] = args;
     let result: unknown;
     if (command === 'stats') result = await admin.stats();
     else if (command === 'reencrypt') result = await admin.reencrypt();
     else if (command === 'events' && rest.length === 0) result = await admin.events();
+    else if (command === 'events' && rest[0] === 'sweep' && rest.length === 1)
+      result = await admin.sweepEvents();
     else if (command === 'drop-session' && rest[0] === '--connection' && rest[1])
       result = await admin.dropSessionOf(rest[1]);
     else if (command === 'drop-session' && rest.length === 1 && rest[0])

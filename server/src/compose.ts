@@ -1,14 +1,15 @@
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import type { Config } from './config.ts';
+import type { Config } from './config/config.ts';
+import { createLifecycle } from './connections/lifecycle.ts';
 import { createConnectionLoader } from './connections/loader.ts';
 import { createConnectionRepository } from './connections/records.ts';
 import { createTokenService } from './connections/refresh/service.ts';
 import { createSessions } from './connections/sessions.ts';
-import { createSealer } from './crypto.ts';
+import { createSealer } from './base/crypto.ts';
 import { createHandoffs } from './oauth/handoff.ts';
 import { createProvider } from './oauth/provider.ts';
-import { noEvents, type EventSink } from './ops/events.ts';
+import { noEvents, type EventSink } from './connections/events.ts';
 import type { Store } from './store/types.ts';
 
 export interface ServiceDeps {
@@ -18,7 +19,7 @@ export interface ServiceDeps {
   log: Logger;
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
-  /** Bound on one token request, in ms, instead of config.tokenTimeoutMs (lease: 5 s longer). */
+  /** Bound on one token request, in ms, instead of config.refresh.tokenTimeoutMs (lease: 5 s longer). */
   tokenTimeoutMs?: number;
   /** Where events are recorded (an outbox, when EVENTS_WEBHOOK_URL is set); default nowhere. */
   events?: EventSink;
@@ -27,27 +28,28 @@ export interface ServiceDeps {
 /**
  * The broker's services, built from its configuration and store, with no HTTP in them: the
  * sealer, the provider's token endpoint client, sessions, connection records and their loader,
- * and the token service. http/app.ts puts routes in front of them; tests may use them alone.
+ * the token service, and the use cases over them (lifecycle). http/app.ts puts routes in front of
+ * them (main.ts composes both); tests may use them alone.
  */
 export function composeServices(deps: ServiceDeps) {
   const { config, store, log } = deps;
   const now = deps.now ?? Date.now;
   const sleep =
     deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
-  const tokenTimeoutMs = deps.tokenTimeoutMs ?? config.tokenTimeoutMs;
+  const tokenTimeoutMs = deps.tokenTimeoutMs ?? config.refresh.tokenTimeoutMs;
   const sealer = createSealer(config.keyring);
   const provider = createProvider({
-    clientId: config.clientId,
-    clientSecret: config.clientSecret,
-    redirectUri: config.redirectUri,
+    clientId: config.provider.clientId,
+    clientSecret: config.provider.clientSecret,
+    redirectUri: config.provider.redirectUri,
     dispatcher: deps.dispatcher,
     now,
     timeoutMs: tokenTimeoutMs,
   });
   const events = deps.events ?? noEvents;
-  const sessions = createSessions(store, now, config.sessionLifetime, events);
+  const sessions = createSessions(store, now, config.sessions.lifetime, events);
   const connections = createConnectionRepository(store, sealer, {
-    openedEntries: config.redisCacheEntries,
+    openedEntries: config.redis.cacheEntries,
     sessions,
     events,
   });
@@ -58,13 +60,35 @@ export function composeServices(deps: ServiceDeps) {
     now,
     sleep,
     log,
-    refreshAheadMs: config.refreshAheadMs,
-    refreshMinIntervalMs: config.refreshMinIntervalMs,
+    refreshAheadMs: config.refresh.aheadMs,
+    refreshMinIntervalMs: config.refresh.minIntervalMs,
     tokenTimeoutMs,
-    leaseMs: deps.tokenTimeoutMs === undefined ? config.refreshLeaseMs : tokenTimeoutMs + 5000,
+    leaseMs: deps.tokenTimeoutMs === undefined ? config.refresh.leaseMs : tokenTimeoutMs + 5000,
   });
-  const loadConnection = createConnectionLoader({ config, connections, log });
+  const loadConnection = createConnectionLoader({
+    allowlist: config.provider.apiUrlAllowlist,
+    connections,
+    log,
+  });
   const handoffs = createHandoffs({ store, sealer, now });
-  return { now, provider, handoffs, sessions, connections, events, tokens, loadConnection };
+  const lifecycle = createLifecycle({
+    store,
+    handoffs,
+    sessions,
+    connections,
+    loadConnection,
+    now,
+  });
+  return {
+    now,
+    provider,
+    handoffs,
+    sessions,
+    connections,
+    events,
+    tokens,
+    loadConnection,
+    lifecycle,
+  };
 }
 export type Services = ReturnType<typeof composeServices>;

@@ -3,19 +3,21 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
+import { composeServices } from './compose.ts';
 import { createApp } from './http/app.ts';
-import { ConfigError, loadConfig, type Config } from './config.ts';
+import { ConfigError, loadConfig, type Config } from './config/config.ts';
 import { checkDurability, configGetWith } from './ops/durability.ts';
 import { createDelivery } from './ops/event-delivery.ts';
 import { createOutbox } from './ops/events.ts';
-import { startTracing, tracedStore, tracingOn } from './tracing.ts';
+import { startTracing, tracingOn } from './base/tracing.ts';
+import { tracedStore } from './store/traced.ts';
 import { configureServer } from './http/listener.ts';
 import { createLogger } from './ops/logger.ts';
 import { metricsApp } from './http/metrics-route.ts';
 import { createMetrics } from './ops/metrics.ts';
 import { createShutdown } from './ops/shutdown.ts';
 import { bounded } from './store/redis/store.ts';
-import { createRedis, scanKeys, type Redis } from './store/redis/clients.ts';
+import { createRedis } from './store/redis/clients.ts';
 import { storeDeps } from './http/stores.ts';
 
 /** Reads the environment, connects the store, listens, and shuts down gracefully on SIGTERM. */
@@ -37,11 +39,13 @@ async function main(): Promise<void> {
   }
 
   // OTEL_* may ask for traces; off by default, and then the SDK is never loaded.
-  const stopTracing = await startTracing(process.env);
+  const stopTracing = await startTracing(process.env, {
+    trustCallerSampling: config.tracing.trustCallerSampling,
+  });
   if (stopTracing) log.info('tracing on (OpenTelemetry, configured by OTEL_*)');
-  const metrics = createMetrics({ version: packageVersion() });
-  const redis = config.redis
-    ? createRedis(config.redis, { cacheEntries: config.redisCacheEntries })
+  const metrics = createMetrics(buildInfo());
+  const redis = config.redis.topology
+    ? createRedis(config.redis.topology, { cacheEntries: config.redis.cacheEntries })
     : undefined;
   if (redis) {
     redis.client.on('error', (error: Error) => {
@@ -65,11 +69,11 @@ async function main(): Promise<void> {
   }
   const stores = storeDeps(redis, {
     onError: metrics.redisError,
-    waitReplicas: config.redisWaitReplicas,
-    waitTimeoutMs: config.redisWaitTimeoutMs,
+    waitReplicas: config.redis.waitReplicas,
+    waitTimeoutMs: config.redis.waitTimeoutMs,
     onUnreplicated: (acknowledged) =>
       log.warn(
-        { acknowledged, wanted: config.redisWaitReplicas },
+        { acknowledged, wanted: config.redis.waitReplicas },
         'a write was not acknowledged by enough Redis replicas in time: a failover now could lose it',
       ),
   });
@@ -77,37 +81,45 @@ async function main(): Promise<void> {
   const dispatcher = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
 
   // Events go to an outbox in Redis with the change they report; every instance delivers them.
-  const delivery = config.eventsWebhook
+  const delivery = config.events.webhook
     ? createDelivery({
-        ...config.eventsWebhook,
+        ...config.events.webhook,
         store,
         fetch,
         now: Date.now,
         log,
-        ...(redis && { outboxes: () => outboxSessions(redis) }),
+        limits: config.events.limits,
       })
     : undefined;
   const events = delivery
-    ? createOutbox({ store, now: Date.now, wake: () => delivery.wake() })
+    ? createOutbox({
+        store,
+        now: Date.now,
+        limits: config.events.limits,
+        wake: () => delivery.wake(),
+        onFull: (sid) => delivery.trim(sid),
+      })
     : undefined;
   delivery?.start();
   if (delivery) metrics.observeEvents(delivery);
-  const broker = createApp({
+  const services = composeServices({
     config,
-    ...stores,
     store,
     dispatcher,
     log,
-    metrics,
     ...(events ? { events } : {}),
   });
+  const broker = createApp({ config, ...stores, store, dispatcher, log, metrics, services });
 
-  const server = configureServer(createServer(broker.app)).listen(config.port, config.host);
+  const server = configureServer(createServer(broker.app)).listen(
+    config.listen.port,
+    config.listen.host,
+  );
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   log.info(
     {
-      url: `http://${config.host}:${port}`,
+      url: `http://${config.listen.host}:${port}`,
       publicUrl: config.publicUrl.origin,
       store: redis ? `redis (${redis.mode})` : 'embedded',
     },
@@ -116,16 +128,16 @@ async function main(): Promise<void> {
 
   // METRICS_PORT: /metrics alone on a port of its own (behind METRICS_TOKEN too when it is set).
   const metricsServer =
-    config.metricsPort === undefined
+    config.metrics.port === undefined
       ? undefined
-      : createServer(metricsApp(metrics, config.metricsToken)).listen(
-          config.metricsPort,
-          config.host,
+      : createServer(metricsApp(metrics, config.metrics.token)).listen(
+          config.metrics.port,
+          config.listen.host,
         );
   if (metricsServer) {
     await once(metricsServer, 'listening');
     const { port: metricsPort } = metricsServer.address() as AddressInfo;
-    log.info({ url: `http://${config.host}:${metricsPort}/metrics` }, 'metrics listening');
+    log.info({ url: `http://${config.listen.host}:${metricsPort}/metrics` }, 'metrics listening');
   }
   // Start-up is done: its lines are out now rather than at the next flush.
   log.flush();
@@ -153,8 +165,8 @@ async function main(): Promise<void> {
       },
     ],
     log,
-    delayMs: config.shutdownDelayMs,
-    timeoutMs: config.shutdownTimeoutMs,
+    delayMs: config.shutdown.delayMs,
+    timeoutMs: config.shutdown.timeoutMs,
   });
   const stop = (signal: string): void => {
     void shutdown(signal).then(() => process.exit(0));
@@ -165,22 +177,25 @@ async function main(): Promise<void> {
 
 await main();
 
-/** This package's version (package.json sits beside src/ and dist/, in the deployable folder too). */
-function packageVersion(): string {
-  try {
-    const manifest = JSON.parse(
-      readFileSync(new URL('../package.json', import.meta.url), 'utf8'),
-    ) as { version?: string };
-    return manifest.version ?? 'unknown';
-  } catch {
-    return 'unknown';
-  }
-}
-
-/** The session of every outbox in Redis (for the delivery's sweep). */
-async function* outboxSessions(redis: Redis): AsyncGenerator<string> {
-  for await (const key of scanKeys(redis, 'baton:{*}:outbox')) {
-    const sid = /^baton:\{([^}]+)\}:outbox$/.exec(key)?.[1];
-    if (sid !== undefined) yield sid;
-  }
+/**
+ * What runs: dist/build-info.json, written by the build beside main.js (version and git revision).
+ * Run from source there is none: the package's version, and no revision.
+ */
+function buildInfo(): { version: string; revision: string } {
+  const read = (file: string): Record<string, unknown> => {
+    try {
+      return JSON.parse(readFileSync(new URL(file, import.meta.url), 'utf8')) as Record<
+        string,
+        unknown
+      >;
+    } catch {
+      return {};
+    }
+  };
+  const built = read('./build-info.json');
+  const version = built.version ?? read('../package.json').version;
+  return {
+    version: typeof version === 'string' ? version : 'unknown',
+    revision: typeof built.revision === 'string' ? built.revision : 'unknown',
+  };
 }

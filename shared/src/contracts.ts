@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isCodeChallenge, isCodeVerifier } from './pkce.ts';
+import { CODE_CHALLENGE_PATTERN, CODE_VERIFIER_PATTERN } from './pkce.ts';
 
 /** Languages of the provider's authorization pages. */
 export const LOCALES = ['fr', 'nl'] as const;
@@ -16,13 +16,42 @@ export const routes = {
   proxy: (id: string, path: string) => `/connections/${encodeURIComponent(id)}/api/${path}`,
   healthz: '/healthz',
   readyz: '/readyz',
+  metrics: '/metrics',
+} as const;
+
+/** `GET /healthz` answer: the process is up (it says nothing of the store). */
+export const healthResponseSchema = z.object({ status: z.literal('ok') });
+export type HealthResponse = z.infer<typeof healthResponseSchema>;
+
+/** What `GET /readyz` answers: 200 with `ready`, else 503 with why not. */
+export const READY_STATUSES = [
+  'ready',
+  'shutting_down',
+  'encryption_key_missing',
+  'store_unavailable',
+] as const;
+export type ReadyStatus = (typeof READY_STATUSES)[number];
+export const readinessResponseSchema = z.object({ status: z.enum(READY_STATUSES) });
+export type ReadinessResponse = z.infer<typeof readinessResponseSchema>;
+
+/**
+ * The routes with parameters as the broker's router (Express 5) matches them and its metrics and
+ * traces name them; `routes` builds the concrete paths.
+ */
+export const routeTemplates = {
+  auth: '/auth',
+  connection: '/connections/:id',
+  proxy: '/connections/:id/api/{*path}',
 } as const;
 
 /** `GET /auth/start` query. */
 export const authStartQuerySchema = z.object({
   locale: z.enum(LOCALES),
   redirect_uri: z.string().min(1).max(2048),
-  code_challenge: z.string().refine(isCodeChallenge, 'must be a base64url SHA-256 (43 characters)'),
+  // As patterns rather than refinements, so that the JSON Schema (docs/openapi.json) says them too.
+  code_challenge: z
+    .string()
+    .regex(CODE_CHALLENGE_PATTERN, 'must be a base64url SHA-256 (43 characters)'),
   code_challenge_method: z.literal('S256'),
 });
 export type AuthStartQuery = z.infer<typeof authStartQuerySchema>;
@@ -38,7 +67,7 @@ export type RedirectCheckResponse = z.infer<typeof redirectCheckResponseSchema>;
 /** `POST /session` body: redeem the one-time handoff from the end of the flow. */
 export const sessionCreateRequestSchema = z.object({
   handoff: z.string().min(1).max(256),
-  code_verifier: z.string().refine(isCodeVerifier, 'must be an RFC 7636 code verifier'),
+  code_verifier: z.string().regex(CODE_VERIFIER_PATTERN, 'must be an RFC 7636 code verifier'),
 });
 export type SessionCreateRequest = z.infer<typeof sessionCreateRequestSchema>;
 

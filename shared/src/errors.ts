@@ -11,6 +11,8 @@ export const ERROR_STATUS = {
   not_found: 404,
   reauthorization_required: 401,
   upstream_unavailable: 503,
+  /** The license API's answer is larger than the broker passes on (PROXY_MAX_ANSWER_BYTES). */
+  upstream_too_large: 502,
   rate_limited: 429,
   server_error: 500,
 } as const satisfies Record<string, number>;

@@ -2,15 +2,17 @@
  * PKCE (RFC 7636) between the extension and the broker, S256 only. Uses Web Crypto, which the
  * service worker, the popup and Node 24 all have.
  */
-const VERIFIER_PATTERN = /^[A-Za-z0-9\-._~]{43,128}$/;
-const CHALLENGE_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+/** RFC 7636's code verifier: 43 to 128 unreserved characters. */
+export const CODE_VERIFIER_PATTERN = /^[A-Za-z0-9\-._~]{43,128}$/;
+/** An S256 code challenge: a base64url SHA-256, unpadded (43 characters). */
+export const CODE_CHALLENGE_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
 export function isCodeVerifier(value: string): boolean {
-  return VERIFIER_PATTERN.test(value);
+  return CODE_VERIFIER_PATTERN.test(value);
 }
 
 export function isCodeChallenge(value: string): boolean {
-  return CHALLENGE_PATTERN.test(value);
+  return CODE_CHALLENGE_PATTERN.test(value);
 }
 
 export function base64url(bytes: Uint8Array): string {

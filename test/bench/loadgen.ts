@@ -142,7 +142,7 @@ export async function openLoop(
  * variant's latencies counted apart. Servers measured one after the other see different stretches
  * of a shared host's noise, seconds of it at a time; in turns of a fraction of a second each sees
  * much the same, but is idle between its turns, which is not the load of a sustained rate: the
- * broker answered better so (docs/performance.md, "The open loop's slow answers, and turns").
+ * broker answered better so (docs/performance.md, "What was tried").
  */
 export function openLoopInterleaved(
   options: InterleavedOptions & { onTick?: () => void },

@@ -515,7 +515,7 @@ const PROBE_SECONDS = 8;
  * soaks at half of it: half load. wrk's S1 throughput is what the server gives 50 busy connections
  * beside a light C generator; in the open loop, beside the Node generator on the same cores, it has
  * less to give, and half of wrk's figure was at or over it in most full runs (docs/performance.md,
- * "Half load was not half load").
+ * "What was tried").
  *
  * A probe keeps up when every request was answered without error and the answers' p50 stayed
  * within three times the light baseline's (100 req/s, after 5 s at 1,000) plus 1 ms: over

@@ -13,7 +13,7 @@ import {
   createConnectionRepository,
   type ConnectionRecord,
 } from '../../server/src/connections/records.ts';
-import { createSealer, parseKeyring, randomToken } from '../../server/src/crypto.ts';
+import { createSealer, parseKeyring, randomToken } from '../../server/src/base/crypto.ts';
 import { createSessions } from '../../server/src/connections/sessions.ts';
 import { createRedisStore } from '../../server/src/store/redis/store.ts';
 import { createRedisClient, standalone } from '../../server/src/store/redis/clients.ts';

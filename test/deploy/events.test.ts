@@ -198,4 +198,54 @@ describe('EVENTS_WEBHOOK_URL', () => {
     await client.close();
     await others.close();
   }, 120_000);
+
+  it('one event per change: 50 concurrent removals of a connection and 200 concurrent sign-outs over two instances record one each', async () => {
+    receiver.mark();
+    const env = world.env({ EVENTS_WEBHOOK_URL: receiverUrl, EVENTS_WEBHOOK_SECRET: SECRET });
+    await using first = await BrokerProcess.start(env);
+    await using second = await BrokerProcess.start(env);
+    const client = new Client(
+      { publicUrl: PUBLIC_URL, instances: [first.url, second.url] },
+      { connections: 32 },
+    );
+    const control = world.sandbox.sandbox.control;
+    control.setConsent({ mode: 'approve', licenseId: LICENSE });
+    const session = await connectVia(client, { start: 0, callback: 0, redeem: 0 });
+    control.setConsent({ mode: 'approve', licenseId: 'lic-1001' });
+    const other = await connectVia(client, {
+      start: 0,
+      callback: 0,
+      redeem: 0,
+      sessionToken: session.token,
+    });
+    const bearer = { authorization: `Bearer ${session.token}` };
+    const all = (count: number, path: string) =>
+      Promise.all(
+        Array.from({ length: count }, async (_, index) => {
+          const response = await client.fetch(path, {
+            via: index % 2,
+            method: 'DELETE',
+            headers: bearer,
+          });
+          await response.arrayBuffer();
+          return response.status;
+        }),
+      );
+
+    const removals = await all(50, routes.connection(session.id));
+    expect(removals).toContain(204);
+    const signOuts = await all(200, routes.session);
+    expect(signOuts).toContain(204);
+    await until(() => receiver.types().includes('session.ended'), { what: 'the sign-out' });
+    // Anything recorded twice would be delivered right behind it, from the same outbox.
+    await Promise.all([first.stop(), second.stop()]);
+    expect(receiver.types()).toEqual([
+      'connection.created',
+      'connection.created',
+      'connection.removed',
+      'session.ended',
+    ]);
+    expect(receiver.mine()[3]!.data.connections).toEqual([other.id]);
+    await client.close();
+  }, 120_000);
 });

@@ -73,7 +73,12 @@ describe('OpenTelemetry tracing (OTEL_*)', () => {
     const callerSpan = randomBytes(8).toString('hex');
     const before = control.requests().length;
     const answer = await callApi(client, 0, session, 'users.me', {
-      headers: { traceparent: `00-${traceId}-${callerSpan}-01` },
+      headers: {
+        traceparent: `00-${traceId}-${callerSpan}-01`,
+        // What the caller says beside its trace is its own: it never goes upstream.
+        tracestate: 'caller=c2VjcmV0LXN0YXRl',
+        baggage: 'user.id=attacker,plan=free',
+      },
     });
     expect(answer.status).toBe(200);
 
@@ -113,10 +118,13 @@ describe('OpenTelemetry tracing (OTEL_*)', () => {
     // The provider got the trace: W3C traceparent on the token request and the API call.
     const upstream = control.requests().slice(before);
     expect(upstream.map((entry) => entry.target)).toEqual(['api', 'token', 'api']);
-    for (const entry of upstream)
+    for (const entry of upstream) {
       expect(String(entry.headers['traceparent'])).toMatch(
         new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`),
       );
+      expect(entry.headers['tracestate']).toBeUndefined();
+      expect(entry.headers['baggage']).toBeUndefined();
+    }
 
     console.log(
       '[tracing] the trace:\n' +
@@ -136,6 +144,39 @@ describe('OpenTelemetry tracing (OTEL_*)', () => {
     // Keys hold the session id: none of them is exported either.
     expect(exported).not.toMatch(/baton:\{/);
     await client.close();
+  });
+
+  it.each([
+    ['does not let a caller’s sampled flag force spans past a sampler ratio of 0', {}, 0],
+    [
+      'lets it decide with TRACE_TRUST_CALLER_SAMPLING=true (behind a proxy of your own)',
+      { TRACE_TRUST_CALLER_SAMPLING: 'true' },
+      20,
+    ],
+  ])('%s', async (_name, extra, serverSpans) => {
+    const broker = await BrokerProcess.start(
+      world.env({
+        OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_METRICS_EXPORTER: 'none',
+        OTEL_LOGS_EXPORTER: 'none',
+        OTEL_BSP_SCHEDULE_DELAY: '100',
+        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: '0',
+        ...extra,
+      }),
+    );
+    const traceId = randomBytes(16).toString('hex');
+    for (let call = 0; call < 20; call++) {
+      const answer = await fetch(`${broker.url}/readyz`, {
+        headers: { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` },
+      });
+      expect(answer.status).toBe(200);
+    }
+    // Stopped, the broker flushes every span it kept.
+    expect(await broker.stop()).toBe(0);
+    const inTrace = collector.spans.filter((span) => span.traceId === traceId);
+    expect(inTrace.filter((span) => span.kind === 2)).toHaveLength(serverSpans);
   });
 
   it('is off without OTEL_*: nothing is exported', async () => {

@@ -246,6 +246,23 @@ describe.each([
     await shot('reconnected');
   });
 
+  it('a grant revoked right after a refresh shows as disconnected at once, with Reconnect', async () => {
+    await connected(FIRST, SECOND);
+    sandbox().expireAccessTokens(FIRST);
+    await popup.click('[data-testid="refresh-button"]');
+    await popup.waitForGone('[aria-busy="true"]');
+    expect(sandbox().counters().refreshes).toBe(1);
+    // Seconds after that refresh, well within the refresh budget's window: the 401 still
+    // refreshes, the refresh is refused, and the connection is disconnected.
+    sandbox().revokeGrant(FIRST);
+    await popup.click('[data-testid="refresh-button"]');
+    await popup.waitFor(card(firstId!, 'disconnected'));
+    await popup.waitFor(`${card(firstId!)} [data-testid="reconnect-button"]`);
+    expect(await popup.count(`${card(firstId!)} [data-testid="user-problem"]`)).toBe(0);
+    expect(await popup.count(card(undefined, 'connected'))).toBe(1);
+    await shot('revoked-after-refresh');
+  });
+
   it('disconnect and sign out remove everything, at the broker and in Redis', async () => {
     await connected(FIRST, SECOND);
     const token = await sessionToken();

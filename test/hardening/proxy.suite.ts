@@ -42,6 +42,9 @@ const PATHS: [string, string][] = [
   ['a scheme with encoded slashes', 'http:%2f%2fevil.test'],
   ['a scheme without slashes', 'https:evil.test'],
   ['an encoded percent', '%25'],
+  ['the token endpoint under api_url', 'oauth2/access_token'],
+  ['the token endpoint, in capitals', 'OAUTH2/access_token'],
+  ['the token endpoint, encoded', 'oauth%32/access_token'],
 ];
 
 /** Raw request lines no HTTP client will send. */

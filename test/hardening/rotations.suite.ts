@@ -1,3 +1,4 @@
+import { BROKER_ERROR_HEADER } from '@baton/shared';
 import { describe, expect, it } from 'vitest';
 import { callApi, connectVia } from '../support/client.ts';
 import { storedConnection } from '../support/inspect.ts';
@@ -49,6 +50,33 @@ export function describeRotations(): void {
           versionBefore + ROTATIONS,
         );
         await expectSurvivors(client, { rotated: session });
+      } finally {
+        await client.close();
+      }
+    });
+
+    it("a path that always answers 401, called 90 times through all three: one refresh in the budget window, every 401 passed on as the API's", async () => {
+      const { cluster } = world;
+      const client = cluster.client({ connections: 24 });
+      try {
+        cluster.control.clearFaults();
+        cluster.control.setConsent({ mode: 'approve', licenseId: LICENSE });
+        const session = await connectVia(client);
+        cluster.control.reset();
+        cluster.control.addFault({ target: 'api', kind: 'status', status: 401 });
+        for (let round = 0; round < 3; round++) {
+          const answers = await Promise.all(
+            Array.from({ length: 30 }, async (_, index) => {
+              const response = await callApi(client, index, session);
+              await response.arrayBuffer();
+              return `${response.status} ${response.headers.get(BROKER_ERROR_HEADER)}`;
+            }),
+          );
+          expect(new Set(answers)).toEqual(new Set(['401 null']));
+        }
+        expect(cluster.control.counters()).toMatchObject({ refreshes: 1, reuse_detected: 0 });
+        cluster.control.clearFaults();
+        expect((await callApi(client, 0, session)).status).toBe(200);
       } finally {
         await client.close();
       }

@@ -1,4 +1,4 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,6 +10,17 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The stand-in for the official `node:24-slim`, which no registry here can serve. */
 export const BASE_IMAGE = 'node:24-slim';
 export const IMAGE = 'baton-broker:test';
+
+/**
+ * What the image is built from, as a release build passes it (server/Dockerfile's build args):
+ * the workspace's version, this checkout's commit, and a repository URL (an integrator's own).
+ */
+export const BUILD_ARGS = {
+  VERSION: (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string })
+    .version,
+  REVISION: execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim(),
+  SOURCE: 'https://git.example.com/baton/baton',
+};
 
 /** `docker …`, its output; rejects with what docker said. */
 export async function docker(
@@ -167,7 +178,18 @@ export async function ensureBaseImage(): Promise<number> {
 export async function buildImage(buildKit: boolean): Promise<number> {
   const started = performance.now();
   await docker(
-    ['build', '--network', 'host', '--pull=false', '-f', 'server/Dockerfile', '-t', IMAGE, ROOT],
+    [
+      'build',
+      '--network',
+      'host',
+      '--pull=false',
+      ...Object.entries(BUILD_ARGS).flatMap(([name, value]) => ['--build-arg', `${name}=${value}`]),
+      '-f',
+      'server/Dockerfile',
+      '-t',
+      IMAGE,
+      ROOT,
+    ],
     { timeoutMs: 900_000, env: { DOCKER_BUILDKIT: buildKit ? '1' : '0' } },
   );
   return performance.now() - started;

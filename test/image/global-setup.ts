@@ -1,5 +1,5 @@
 import type { TestProject } from 'vitest/node';
-import { buildImage, docker, ensureBaseImage, ensureDockerd, IMAGE } from './docker.ts';
+import { buildImage, BUILD_ARGS, docker, ensureBaseImage, ensureDockerd, IMAGE } from './docker.ts';
 
 /**
  * The image suite's world: a Docker engine (started here when none runs, and then stopped here),
@@ -16,6 +16,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
     }; ${IMAGE} built in ${(buildMs / 1000).toFixed(0)} s, ${(size / 1e6).toFixed(0)} MB`,
   );
   project.provide('imageBuildMs', buildMs);
+  // What this build was given, for the tests to find in the image (HEAD may move meanwhile).
+  project.provide('imageBuildArgs', BUILD_ARGS);
   return async () => {
     await engine.stop();
   };
@@ -24,5 +26,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
 declare module 'vitest' {
   export interface ProvidedContext {
     imageBuildMs: number;
+    imageBuildArgs: typeof BUILD_ARGS;
   }
 }

@@ -17,7 +17,7 @@ import { RedisServer } from '../support/redis.ts';
 import { CLIENT_SECRET } from '../support/stack.ts';
 import type { TestCertificate, TlsTerminator } from '../support/tls.ts';
 import { until, untilLogWritten } from '../support/wait.ts';
-import { docker, IMAGE, ROOT } from './docker.ts';
+import { BUILD_ARGS, docker, IMAGE, ROOT } from './docker.ts';
 
 /**
  * server/Dockerfile, built by the suite's global setup, run as an operator would: `--network host`
@@ -230,12 +230,30 @@ describe('server/compose.yaml', () => {
     API_URL_ALLOWLIST: 'https://*.api.example.com',
     EXTENSION_REDIRECT_URLS: 'https://abcdefghijklmnopabcdefghijklmnop.chromiumapp.org/',
     BATON_DOMAIN: 'broker.example.com',
+    BATON_VERSION: BUILD_ARGS.VERSION,
+    BATON_REVISION: BUILD_ARGS.REVISION,
+    BATON_SOURCE: BUILD_ARGS.SOURCE,
   };
 
   it('is valid with the required variables, and names one that is missing', async () => {
     const valid = await compose(required);
     expect(valid.code).toBe(0);
     expect(valid.output).toContain('PUBLIC_URL: https://broker.example.com');
+    // Every secret is a file compose mounts, read through *_FILE; none is a value in the
+    // environment, where `docker inspect` would show it. Redis has a password.
+    for (const name of [
+      'client_secret',
+      'session_secret',
+      'token_encryption_keys',
+      'redis_password',
+    ])
+      expect(valid.output).toContain(`${name.toUpperCase()}_FILE: /run/secrets/${name}`);
+    expect(valid.output).not.toMatch(
+      /^\s+(CLIENT_SECRET|SESSION_SECRET|TOKEN_ENCRYPTION_KEYS|REDIS_PASSWORD|METRICS_TOKEN|EVENTS_WEBHOOK_SECRET):/m,
+    );
+    expect(valid.output).toContain('requirepass');
+    // The image built from it says what it is (its labels, baton_build_info).
+    expect(valid.output).toContain(`REVISION: ${BUILD_ARGS.REVISION}`);
     const missing = Object.fromEntries(
       Object.entries(required).filter(([name]) => name !== 'AUTH_URL'),
     );

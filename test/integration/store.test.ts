@@ -154,4 +154,35 @@ describe('the client-side cache of sessions and records', () => {
       await store.close();
     }
   });
+
+  it('track no key that is absent the first time it is read: unknown session tokens leave Redis’s tracking table flat', async () => {
+    const own = createRedisClient(redis.url, 10_000);
+    await own.connect();
+    const store = createRedisStore(standalone(own));
+    const trackedKeys = async () =>
+      Number(/tracking_total_keys:(\d+)/.exec(await client.info('stats'))?.[1]);
+    try {
+      const known = 'contract:{known}:session';
+      await store.set(known, 'on', 60_000);
+      // Vouched for once the heartbeat has been answered: from then on reads may be kept.
+      await expect
+        .poll(
+          async () => (
+            await store.get(known, { cached: true }),
+            trackedAnswers(own)!.recall(known)
+          ),
+        )
+        .toBe('on');
+      const before = await trackedKeys();
+      for (let n = 0; n < 6000; n++)
+        expect(await store.get(`contract:{unknown-${n}}:session`, { cached: true })).toBeNull();
+      expect((await trackedKeys()) - before).toBeLessThan(10);
+      // A key that exists is still kept, and still dropped when it changes.
+      expect(await store.get(known, { cached: true })).toBe('on');
+      await client.set(known, 'changed');
+      await expect.poll(() => store.get(known, { cached: true })).toBe('changed');
+    } finally {
+      await store.close();
+    }
+  });
 });

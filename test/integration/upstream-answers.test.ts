@@ -42,6 +42,40 @@ describe("the broker's own errors and upstream answers are told apart", () => {
   });
 });
 
+describe('a 401 to the current token refreshes once and retries, whenever it comes', () => {
+  it('refreshes again for a token the provider expires seconds after the last refresh', async () => {
+    const { session_token: token, connection } = await connect(stack);
+    control().reset();
+    for (let rotation = 1; rotation <= 5; rotation++) {
+      control().expireAccessTokens(license());
+      expect((await usersMe(token, connection.id)).status).toBe(200);
+      expect(control().counters().refreshes).toBe(rotation);
+      stack.clock.advance(10_000);
+    }
+    expect(control().counters().reuse_detected).toBe(0);
+  });
+
+  it('a grant revoked right after a refresh answers reauthorization_required at once', async () => {
+    const { session_token: token, connection } = await connect(stack);
+    control().expireAccessTokens(license());
+    expect((await usersMe(token, connection.id)).status).toBe(200);
+    control().revokeGrant({ licenseId: license() });
+    const response = await usersMe(token, connection.id);
+    expect(response.status).toBe(401);
+    expect(response.headers.get(BROKER_ERROR_HEADER)).toBe('reauthorization_required');
+    const listed = (await (await call(stack, routes.connections, token)).json()) as {
+      connections: { id: string; status: string; disconnected_reason?: string }[];
+    };
+    expect(listed.connections).toEqual([
+      expect.objectContaining({
+        id: connection.id,
+        status: 'disconnected',
+        disconnected_reason: 'refresh_rejected',
+      }),
+    ]);
+  });
+});
+
 describe('a path that always answers 401 cannot pump refreshes', () => {
   it('refreshes once for 20 calls, and passes the other 401s on', async () => {
     const { session_token: token, connection } = await connect(stack);

@@ -1,8 +1,10 @@
 import { startSandbox, type RunningSandbox } from '@baton/sandbox';
 import {
+  composeServices,
   configureServer,
   createApp,
   createLogger,
+  createMetrics,
   createRedis,
   loadConfig,
   storeDeps,
@@ -14,6 +16,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { TestClock } from './clock.ts';
+import { observed } from './contract.ts';
 import { LogCapture } from './logs.ts';
 import { RedisServer } from './redis.ts';
 
@@ -36,6 +39,10 @@ export interface BrokerOptions {
   clock: TestClock;
   env?: Record<string, string>;
   tokenTimeoutMs?: number;
+  /** Further api_url origins the allowlist accepts (a license API of the test's own). */
+  alsoAllowed?: readonly string[];
+  /** Prometheus metrics, served at /metrics when `env` sets METRICS_TOKEN. */
+  metrics?: boolean;
 }
 
 /** A broker of the test's own, on a real socket, over the real Redis, pointing at the sandbox. */
@@ -50,7 +57,7 @@ export async function startBroker(options: BrokerOptions): Promise<Broker> {
     CLIENT_ID,
     CLIENT_SECRET,
     PUBLIC_URL: url,
-    API_URL_ALLOWLIST: options.sandbox.url,
+    API_URL_ALLOWLIST: [options.sandbox.url, ...(options.alsoAllowed ?? [])].join(','),
     EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
     SESSION_SECRET: 'integration-tests-session-secret-0123456789',
     TOKEN_ENCRYPTION_KEYS: `test:${KEY}`,
@@ -61,23 +68,35 @@ export async function startBroker(options: BrokerOptions): Promise<Broker> {
   const logs = new LogCapture();
   const log = createLogger(config.logLevel, logs);
   // As main.ts does: the client-side cache on, so every suite exercises its invalidation.
-  const redis = createRedis(config.redis ?? { mode: 'standalone', url: options.redis.url }, {
-    cacheEntries: config.redisCacheEntries,
-  });
+  const redis = createRedis(
+    config.redis.topology ?? { mode: 'standalone', url: options.redis.url },
+    {
+      cacheEntries: config.redis.cacheEntries,
+    },
+  );
   redis.client.on('error', () => {});
   await redis.client.connect();
   const stores = storeDeps(redis);
   const { store } = stores;
   const dispatcher = new Agent();
-  const broker = createApp({
+  const services = composeServices({
     config,
-    ...stores,
+    store: stores.store,
     dispatcher,
     log,
     now: options.clock.now,
     ...(options.tokenTimeoutMs === undefined ? {} : { tokenTimeoutMs: options.tokenTimeoutMs }),
   });
-  server.on('request', broker.app);
+  const broker = createApp({
+    config,
+    ...stores,
+    dispatcher,
+    log,
+    services,
+    ...(options.metrics ? { metrics: createMetrics() } : {}),
+  });
+  // Checked against docs/openapi.json where the suite asks for it (contract-setup.ts).
+  server.on('request', observed(broker.app));
   return {
     url,
     broker,
@@ -106,6 +125,8 @@ export async function startStack(
     appendonly?: boolean;
     env?: Record<string, string>;
     revokeOnRefreshReuse?: boolean;
+    alsoAllowed?: readonly string[];
+    metrics?: boolean;
   } = {},
 ): Promise<Stack> {
   const clock = new TestClock();
@@ -120,6 +141,8 @@ export async function startStack(
     sandbox,
     clock,
     ...(options.env ? { env: options.env } : {}),
+    ...(options.alsoAllowed ? { alsoAllowed: options.alsoAllowed } : {}),
+    ...(options.metrics ? { metrics: true } : {}),
   });
   sandbox.sandbox.control.registerClient({
     client_id: CLIENT_ID,

@@ -24,6 +24,7 @@ export const PROBLEM_MESSAGES = {
   not_found: 'problemNotFound',
   reauthorization_required: 'problemReauthorizationRequired',
   upstream_unavailable: 'problemUpstreamUnavailable',
+  upstream_too_large: 'problemUpstreamTooLarge',
   rate_limited: 'problemRateLimited',
   upstream_refused: 'problemUpstreamRefused',
   unexpected: 'problemUnexpected',

@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
-import type { Config } from '../config.ts';
-import { notFound } from '../errors.ts';
-import { checkApiUrl } from '../oauth/allowlist.ts';
+import { notFound } from '../base/errors.ts';
+import { checkApiUrl, type Allowlist } from '../oauth/allowlist.ts';
 import type { ConnectionRecord, ConnectionRepository, LoadedConnection } from './records.ts';
 
 /**
@@ -10,16 +9,17 @@ import type { ConnectionRecord, ConnectionRepository, LoadedConnection } from '.
  * client-side cache when it holds it, as the session check is (see Store.getVersioned).
  */
 export function createConnectionLoader(deps: {
-  config: Config;
+  /** API_URL_ALLOWLIST, fixed at start-up. */
+  allowlist: Allowlist;
   connections: ConnectionRepository;
   log: Logger;
 }) {
-  const { config, connections, log } = deps;
+  const { allowlist, connections, log } = deps;
   const allowed = new WeakMap<ConnectionRecord, boolean>();
   const stillAllowed = (record: ConnectionRecord): boolean => {
     let verdict = allowed.get(record);
     if (verdict === undefined) {
-      verdict = checkApiUrl(record.apiUrl, config.apiUrlAllowlist) !== undefined;
+      verdict = checkApiUrl(record.apiUrl, allowlist) !== undefined;
       allowed.set(record, verdict);
     }
     return verdict;

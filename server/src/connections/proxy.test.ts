@@ -2,12 +2,19 @@ import { describe, expect, it } from 'vitest';
 import { checkProxyPath } from './proxy.ts';
 
 describe('checkProxyPath', () => {
-  it.each(['users.me', 'users/42/licenses', 'search', 'a%20b', 'trailing/', '', 'users@me'])(
-    'passes %j through unchanged',
-    (path) => {
-      expect(checkProxyPath(path)).toBe(path);
-    },
-  );
+  it.each([
+    'users.me',
+    'users/42/licenses',
+    'search',
+    'a%20b',
+    'trailing/',
+    '',
+    'users@me',
+    'oauth2x/a',
+    'users/oauth2/access_token',
+  ])('passes %j through unchanged', (path) => {
+    expect(checkProxyPath(path)).toBe(path);
+  });
 
   it.each([
     ['a dot-dot segment', '../oauth2/access_token'],
@@ -34,6 +41,11 @@ describe('checkProxyPath', () => {
     ['a dot-dot with a path parameter (Tomcat, Spring)', 'echo/..;/..;/other'],
     ['a dot with a path parameter', 'users/.;x/me'],
     ['an encoded semicolon after dot-dot', 'echo/..%3b/other'],
+    ['the token endpoint', 'oauth2/access_token'],
+    ['the token folder', 'oauth2'],
+    ['the token folder in capitals', 'OAuth2/access_token'],
+    ['the token folder, encoded', 'oauth%32/access_token'],
+    ['the token folder with a path parameter', 'oauth2;x/access_token'],
   ])('refuses %s', (_name, path) => {
     expect(checkProxyPath(path)).toBeUndefined();
   });

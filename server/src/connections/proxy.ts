@@ -2,12 +2,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { ConnectionRecord, LoadedConnection } from './records.ts';
-import { BrokerError } from '../errors.ts';
+import { BrokerError } from '../base/errors.ts';
 import type { RefreshReason } from './refresh/policy.ts';
-import { exchange, UpstreamError, type Answer } from './upstream.ts';
+import { exchange, UpstreamError, type Answer, type Bounds } from './upstream.ts';
 
 /** Request headers that may go upstream; everything else (Authorization, Cookie, Host, X-Forwarded-*, hop-by-hop) stays here. */
-const FORWARDED_REQUEST_HEADERS = [
+export const FORWARDED_REQUEST_HEADERS = [
   'accept',
   'accept-encoding',
   'accept-language',
@@ -19,6 +19,12 @@ const FORWARDED_REQUEST_HEADERS = [
 ] as const;
 
 const PLAIN_PATH = /^(?:[A-Za-z0-9_-][A-Za-z0-9._~-]*\/)*(?:[A-Za-z0-9_-][A-Za-z0-9._~-]*)?$/;
+/**
+ * The token endpoint's folder under api_url (`{api_url}/oauth2/access_token`, the provider's
+ * spec): the broker's own business with the client secret, never an API call's, whatever the
+ * case or a `;parameter` (servlet containers drop those).
+ */
+const TOKEN_FOLDER = /^oauth2(?:[/;]|$)/i;
 const FORBIDDEN_ENCODINGS = /%(?:2f|5c|2e|25|00|[01][0-9a-f]|7f)/i;
 
 /**
@@ -28,8 +34,9 @@ const FORBIDDEN_ENCODINGS = /%(?:2f|5c|2e|25|00|[01][0-9a-f]|7f)/i;
 export function checkProxyPath(raw: string): string | undefined {
   if (raw.length > 2048) return undefined;
   // Nearly every call: unreserved characters only, no segment that starts with a dot or is empty
-  // but the last. Nothing below could refuse such a path, so it is not decoded to be checked.
-  if (PLAIN_PATH.test(raw)) return raw;
+  // but the last. Nothing below but the token folder could refuse such a path, so it is not
+  // decoded to be checked.
+  if (PLAIN_PATH.test(raw)) return TOKEN_FOLDER.test(raw) ? undefined : raw;
   if (!/^[\x21-\x7e]*$/.test(raw)) return undefined;
   if (raw.includes('\\') || FORBIDDEN_ENCODINGS.test(raw)) return undefined;
   let decoded: string;
@@ -49,7 +56,7 @@ export function checkProxyPath(raw: string): string | undefined {
     return (segment === '' && index !== last) || name === '.' || name === '..';
   };
   if (segments.some(unsafe) || (segments[0] ?? '').includes(':')) return undefined;
-  return raw;
+  return TOKEN_FOLDER.test(decoded) ? undefined : raw;
 }
 
 const isRedirect = (status: number): boolean => status >= 300 && status < 400;
@@ -78,8 +85,13 @@ function apiBase(record: ConnectionRecord): { origin: string; path: string } {
 export interface ProxyDeps {
   dispatcher: Dispatcher;
   log: Logger;
+  /** Bound on one upstream call, from its start to its answer's last byte (default 30 s). */
   timeoutMs?: number;
+  /** Bytes one answer may relay (default 32 MiB): larger ones are refused or cut. */
+  maxAnswerBytes?: number;
 }
+
+export const DEFAULT_MAX_ANSWER_BYTES = 32 * 1024 * 1024;
 
 /** The token service, as the proxy uses it. */
 export interface CallTokens {
@@ -87,16 +99,25 @@ export interface CallTokens {
   usable(sid: string, loaded: LoadedConnection, reason?: RefreshReason): Promise<LoadedConnection>;
   /** Whether an upstream 401 may refresh this record (the refresh budget); else it is passed on. */
   mayRefreshOnRejection(record: ConnectionRecord): boolean;
+  /** The retry with a refreshed token was refused too: hold back 401-triggered refreshes a while. */
+  uncured(sid: string, loaded: LoadedConnection): Promise<void>;
 }
 
 /**
  * Forwards `/connections/:id/api/<path>` to `{api_url}/<path>` with the connection's access token.
- * One call makes one upstream request, or two when the first is answered 401, the refresh budget
- * allows a refresh, and the refresh gave a new token. Any other 401 is passed on as the license
- * API's answer (without the broker's error mark).
+ * One call makes one upstream request, or two when the first is answered 401: then the token is
+ * refreshed once (or the refresh another call made is used) and the call retried with the new
+ * token, as the provider's specification asks. When the refresh fails the connection is
+ * disconnected (reauthorization_required). When the retry is refused too, that 401 is about the
+ * path, not the token: it is passed on as the license API's answer (without the broker's error
+ * mark), and so is every 401 of that connection for the refresh budget's window.
  */
 export function createProxy(deps: ProxyDeps) {
   const timeoutMs = deps.timeoutMs ?? 30_000;
+  const bounds: Bounds = {
+    maxBytes: deps.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES,
+    deadlineMs: timeoutMs,
+  };
 
   /** One upstream call with `accessToken`; its answer is relayed into `res` when `relay` says so. */
   async function send(
@@ -125,7 +146,7 @@ export function createProxy(deps: ProxyDeps) {
       bodyTimeout: timeoutMs,
     };
     try {
-      return await exchange(deps.dispatcher, options, res, relay, cut);
+      return await exchange(deps.dispatcher, options, res, relay, cut, bounds);
     } catch (cause) {
       if (!(cause instanceof UpstreamError)) throw cause;
       throw new BrokerError('upstream_unavailable', 'The license API did not answer.', {
@@ -175,7 +196,17 @@ export function createProxy(deps: ProxyDeps) {
         current = await tokens.usable(sid, current, { kind: 'rejected', accessToken });
         if (!current.record.tokens) throw reauthorize();
         answer = await send(req, body, res, target, current.record.tokens.accessToken, relayed);
+        // Already answered: the hold is the connection's business, not this call's.
+        if (answer.status === 401)
+          await tokens.uncured(sid, current).catch((error: unknown) => {
+            deps.log.warn({ err: error }, 'could not hold back refreshes after an uncured 401');
+          });
       }
+      if (answer.tooLarge)
+        throw new BrokerError(
+          'upstream_too_large',
+          `The license API's answer is larger than the ${bounds.maxBytes} bytes the broker passes on.`,
+        );
       if (!answer.relayed)
         throw new BrokerError(
           'upstream_unavailable',

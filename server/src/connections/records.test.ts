@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createConnectionRepository, type ConnectionRecord } from './records.ts';
-import { createSealer, DecryptError, parseKeyring } from '../crypto.ts';
+import { createSealer, DecryptError, parseKeyring } from '../base/crypto.ts';
 import { keys } from '../store/keys.ts';
 import { createMemoryStore } from '../store/memory.ts';
 

@@ -1,7 +1,8 @@
 import type { Connection, DisconnectedReason } from '@baton/shared';
-import type { Sealer } from '../crypto.ts';
-import { invalidSession } from '../errors.ts';
-import { noEvents, type BrokerEvent, type EventSink } from '../ops/events.ts';
+import type { Sealer } from '../base/crypto.ts';
+import { invalidSession } from '../base/errors.ts';
+import { noEvents, type BrokerEvent, type EventSink } from './events.ts';
+import { trimOldest } from '../base/bounded.ts';
 import { keys } from '../store/keys.ts';
 import { DEFAULT_SESSION_LIFETIME, type Sessions } from './sessions.ts';
 import type { TokenSet } from '../oauth/provider.ts';
@@ -18,8 +19,11 @@ export interface ConnectionRecord {
   disconnectedReason?: DisconnectedReason;
   /** The last refresh got no usable answer: the provider may have rotated without telling us. */
   refreshLost?: boolean;
-  /** When the tokens were last refreshed (not set by the code exchange): the refresh budget. */
-  refreshedAt?: number;
+  /**
+   * When a refresh last failed to cure an upstream 401 (the retry with the new token was refused
+   * too): the refresh budget (refresh/policy.ts, mayRefreshOnRejection).
+   */
+  uncuredAt?: number;
 }
 
 export interface LoadedConnection {
@@ -49,7 +53,7 @@ export function createConnectionRepository(
   options: {
     openedEntries?: number;
     sessions?: Pick<Sessions, 'remainingMs'>;
-    /** Where the events a write reports are recorded, in the same step (ops/events.ts). */
+    /** Where the events a write reports are recorded, in the same step (./events.ts). */
     events?: EventSink;
   } = {},
 ) {
@@ -70,10 +74,7 @@ export function createConnectionRepository(
       // Insertion order is age: the oldest entry goes first.
       opened.delete(key);
       opened.set(key, { blob, record });
-      for (const oldest of opened.keys()) {
-        if (opened.size <= openedEntries) break;
-        opened.delete(oldest);
-      }
+      trimOldest(opened, openedEntries);
     }
     return record;
   }
@@ -93,7 +94,7 @@ export function createConnectionRepository(
     const ttlMs = await sessions.remainingMs(sid);
     if (ttlMs === null) throw invalidSession();
     const sealed = sealer.seal(JSON.stringify(record), aad(sid, record.id));
-    const outbox = event ? events.record(sid, event) : null;
+    const outbox = event ? await events.record(sid, event) : null;
     const written = await store.setVersioned(
       keys.connection(sid, record.id),
       version,
@@ -135,14 +136,15 @@ export function createConnectionRepository(
       return store.setMembers(keys.connectionIds(sid));
     },
 
-    /** Removes the connection; `event`, if given, is recorded in the same step. */
+    /**
+     * Removes the connection; `event`, if given, is recorded in the same step, and only when the
+     * record was there: of concurrent removals, one reports it.
+     */
     async remove(sid: string, id: string, event?: BrokerEvent): Promise<void> {
       const gone = [keys.connection(sid, id), keys.refreshLock(sid, id), keys.backoff(sid, id)];
-      const outbox = event ? events.record(sid, event) : null;
-      if (outbox) {
-        await store.delRecording(gone, outbox);
-        await events.recorded(sid);
-      } else await store.del(...gone);
+      const outbox = event ? await events.record(sid, event) : null;
+      if (!outbox) await store.del(...gone);
+      else if (await store.delRecording(gone, outbox)) await events.recorded(sid);
       await store.setRemove(keys.connectionIds(sid), id);
       for (const status of ['connected', 'disconnected'] as const)
         await store.indexRemove(keys.connectionIndex(status), member(sid, id));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createConnectionRepository, type ConnectionRecord } from './records.ts';
-import { createSealer, parseKeyring } from '../crypto.ts';
+import { createSealer, parseKeyring } from '../base/crypto.ts';
 import { keys } from '../store/keys.ts';
 import { createSessions, type SessionLifetime } from './sessions.ts';
 import { createMemoryStore } from '../store/memory.ts';

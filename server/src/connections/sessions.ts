@@ -1,6 +1,6 @@
-import { hashToken, randomToken } from '../crypto.ts';
+import { hashToken, randomToken } from '../base/crypto.ts';
 import { keys } from '../store/keys.ts';
-import { noEvents, type BrokerEvent, type EventSink } from '../ops/events.ts';
+import { noEvents, type BrokerEvent, type EventSink } from './events.ts';
 import type { Store } from '../store/types.ts';
 
 interface SessionValue {
@@ -116,12 +116,14 @@ export function createSessions(
       return (await read(sid, false)) !== null;
     },
 
-    /** Ends the session; `event`, if given, is recorded in the same step. */
+    /**
+     * Ends the session; `event`, if given, is recorded in the same step, and only when the
+     * session was there: of concurrent sign-outs, one reports it.
+     */
     async destroy(sid: string, event?: BrokerEvent): Promise<void> {
-      const outbox = event ? events.record(sid, event) : null;
+      const outbox = event ? await events.record(sid, event) : null;
       if (!outbox) return store.del(keys.session(sid));
-      await store.delRecording([keys.session(sid)], outbox);
-      await events.recorded(sid);
+      if (await store.delRecording([keys.session(sid)], outbox)) await events.recorded(sid);
     },
   };
 }

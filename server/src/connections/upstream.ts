@@ -23,7 +23,17 @@ const DROP_LIMIT = 64 * 1024;
 export interface Answer {
   status: number;
   relayed: boolean;
+  /** The answer said it was larger than `Bounds.maxBytes`: refused before anything was relayed. */
+  tooLarge?: boolean;
 }
+
+/** What one exchange may take: bytes relayed, and time from its start to the answer's end. */
+export interface Bounds {
+  maxBytes: number;
+  deadlineMs: number;
+}
+
+export const UNBOUNDED: Bounds = { maxBytes: Infinity, deadlineMs: Infinity };
 
 /** The upstream call failed before any of its answer went to the client. */
 export class UpstreamError extends Error {}
@@ -39,6 +49,11 @@ export class UpstreamError extends Error {}
  * short one passed off as whole, and `onCut` is told; when the client goes, the upstream request
  * is aborted. Either way it then resolves.
  *
+ * `bounds`: an answer whose Content-Length is over `maxBytes` is refused before anything is
+ * relayed (`tooLarge`); one that grows past it while relayed is cut. The whole exchange must end
+ * within `deadlineMs` (undici's own timeouts are per wait, so a trickling answer could hold a call
+ * open for ever): past it, before the answer's start it rejects, after it the answer is cut.
+ *
  * undici's handler interface rather than `request()`: that one wraps each answer in a body stream,
  * a promise and a handler object that undici keeps referring to after the call, and under load
  * (with the stream's listeners reaching the client's response) whole calls then outlived young
@@ -51,11 +66,12 @@ export function exchange(
   res: ServerResponse,
   relay: (status: number) => boolean,
   onCut: (error: Error) => void,
+  bounds: Bounds = UNBOUNDED,
 ): Promise<Answer> {
   // The client went while the call was being prepared: nothing to ask for.
   if (res.destroyed) return Promise.resolve({ status: 0, relayed: true });
   return new Promise((resolve, reject) => {
-    const handler = new Exchange(res, relay, onCut, resolve, reject);
+    const handler = new Exchange(res, relay, onCut, resolve, reject, bounds);
     try {
       dispatcher.dispatch(options, handler);
     } catch (error) {
@@ -76,6 +92,9 @@ class Exchange implements Dispatcher.DispatchHandler {
   /** -1 until the answer's start; then 0 (dropping) or 1 (relaying). */
   #mode = -1;
   #dropped = 0;
+  #relayed = 0;
+  readonly #maxBytes: number;
+  #deadline: NodeJS.Timeout | undefined;
 
   constructor(
     res: ServerResponse,
@@ -83,12 +102,16 @@ class Exchange implements Dispatcher.DispatchHandler {
     onCut: (error: Error) => void,
     resolve: (answer: Answer) => void,
     reject: (error: Error) => void,
+    bounds: Bounds,
   ) {
     this.#res = res;
     this.#relay = relay;
     this.#onCut = onCut;
     this.#resolve = resolve;
     this.#reject = reject;
+    this.#maxBytes = bounds.maxBytes;
+    if (bounds.deadlineMs !== Infinity)
+      this.#deadline = setTimeout(this.#expired, bounds.deadlineMs).unref();
     // `on`, not `once`: 'close' comes once, `once` wraps the listener in two more objects per
     // call, and #release takes it off either way.
     res.on('close', this.#clientClosed);
@@ -112,6 +135,11 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.#mode = 0;
       return;
     }
+    if (Number(headers['content-length'] ?? 0) > this.#maxBytes) {
+      this.#mode = 0;
+      this.#settle({ status, relayed: false, tooLarge: true }, true);
+      return;
+    }
     this.#mode = 1;
     res.statusCode = status;
     for (const name of RETURNED_RESPONSE_HEADERS) {
@@ -125,6 +153,11 @@ class Exchange implements Dispatcher.DispatchHandler {
     const res = this.#res;
     if (!res) return;
     if (this.#mode === 1) {
+      this.#relayed += chunk.length;
+      if (this.#relayed > this.#maxBytes) {
+        this.#cut(new Error(`the answer grew past ${this.#maxBytes} bytes`));
+        return;
+      }
       if (!res.write(chunk)) {
         controller.pause();
         res.once('drain', this.#drained);
@@ -156,6 +189,29 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
   }
 
+  /** The client's answer cut short, and the upstream request with it. */
+  #cut(error: Error): void {
+    this.#res?.destroy();
+    this.#onCut(error);
+    this.#settle({ status: this.#status, relayed: true }, true);
+  }
+
+  /** The exchange's deadline passed: whatever it was doing is stopped. */
+  readonly #expired = (): void => {
+    if (!this.#res) return;
+    const error = new Error('the upstream call went past its deadline');
+    if (this.#mode === 1) this.#cut(error);
+    else if (this.#mode === 0) this.#settle({ status: this.#status, relayed: false }, true);
+    else {
+      const controller = this.#controller;
+      this.#reject?.(
+        new UpstreamError('The upstream call went past its deadline.', { cause: error }),
+      );
+      this.#release();
+      if (controller && !controller.aborted) controller.abort(error);
+    }
+  };
+
   readonly #drained = (): void => {
     this.#controller?.resume();
   };
@@ -178,6 +234,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   #release(): void {
+    clearTimeout(this.#deadline);
     this.#res?.off('close', this.#clientClosed);
     this.#res?.off('drain', this.#drained);
     this.#res = null;

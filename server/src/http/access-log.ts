@@ -1,5 +1,5 @@
 import type { Answered } from '../ops/metrics.ts';
-import { namedRoute } from '../tracing.ts';
+import { namedRoute } from '../base/tracing.ts';
 import type { Request, RequestHandler } from 'express';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -1,15 +1,11 @@
-import { BROKER_ERROR_HEADER } from '@baton/shared';
+import { BROKER_ERROR_HEADER, type ReadyStatus } from '@baton/shared';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { MissingKeyError } from '../crypto.ts';
-import { BrokerError } from '../errors.ts';
+import { MissingKeyError } from '../base/crypto.ts';
+import { BrokerError } from '../base/errors.ts';
 import { isStoreDown } from '../store/errors.ts';
 import type { Store } from '../store/types.ts';
 import { requestId } from './access-log.ts';
-
-/** What /readyz answers, and why. */
-export type ReadyStatus =
-  'ready' | 'shutting_down' | 'encryption_key_missing' | 'store_unavailable';
 
 /**
  * Readiness: false while shutting down, or once a stored record needed an encryption key this

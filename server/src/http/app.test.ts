@@ -4,10 +4,11 @@ import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { Agent } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
+import { composeServices } from '../compose.ts';
 import { createApp } from './app.ts';
-import { loadConfig } from '../config.ts';
+import { loadConfig } from '../config/config.ts';
 import { createConnectionRepository, type ConnectionRecord } from '../connections/records.ts';
-import { createSealer, hashToken, parseKeyring, randomToken } from '../crypto.ts';
+import { createSealer, hashToken, parseKeyring, randomToken } from '../base/crypto.ts';
 import { keys } from '../store/keys.ts';
 import { storeDeps } from './stores.ts';
 
@@ -31,7 +32,9 @@ describe('a broker whose keyring lacks the key a stored record was sealed under'
       LOG_LEVEL: 'silent',
     });
     const dispatcher = new Agent();
-    const { app } = createApp({ config, ...stores, dispatcher, log: pino({ level: 'silent' }) });
+    const log = pino({ level: 'silent' });
+    const services = composeServices({ config, store: stores.store, dispatcher, log });
+    const { app } = createApp({ config, ...stores, dispatcher, log, services });
     const server = createServer(app).listen(0, '127.0.0.1');
     await once(server, 'listening');
     close = async () => {
@@ -46,7 +49,7 @@ describe('a broker whose keyring lacks the key a stored record was sealed under'
     await stores.store.set(keys.session(sid), '{}', 60_000);
     const record: ConnectionRecord = {
       id: 'c1',
-      apiUrl: config.authUrl,
+      apiUrl: config.provider.authUrl,
       status: 'connected',
       connectedAt: 1_000,
       tokens: { accessToken: 'at', refreshToken: 'rt', expiresAt: Date.now() + 3_600_000 },

@@ -1,12 +1,22 @@
+import { routes, routeTemplates, type HealthResponse, type ReadinessResponse } from '@baton/shared';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { rateLimit, type Store as RateLimitStore } from 'express-rate-limit';
 import session, { type Store as SessionStore } from 'express-session';
 import type { RequestListener, ServerResponse } from 'node:http';
-import { composeServices, type ServiceDeps } from '../compose.ts';
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import type { Config } from '../config/config.ts';
+import type { Lifecycle } from '../connections/lifecycle.ts';
+import type { ConnectionLoader } from '../connections/loader.ts';
+import type { ConnectionRepository } from '../connections/records.ts';
 import type { TokenService } from '../connections/refresh/service.ts';
-import { BrokerError } from '../errors.ts';
+import type { Sessions } from '../connections/sessions.ts';
+import type { Handoffs } from '../oauth/handoff.ts';
+import type { Provider } from '../oauth/provider.ts';
+import type { Store } from '../store/types.ts';
+import { BrokerError } from '../base/errors.ts';
 import { storeWideReporter, type Metrics } from '../ops/metrics.ts';
-import { tracedListener, tracingOn } from '../tracing.ts';
+import { tracedListener, tracingOn } from '../base/tracing.ts';
 import { accessLog, createTracker } from './access-log.ts';
 import { createReadiness, errorAnswer } from './answers.ts';
 import { clientAddress, type TrustProxy } from './limits.ts';
@@ -16,14 +26,31 @@ import { FLOW_TTL_MS } from '../oauth/flows.ts';
 import { authRouter } from './routes/auth.ts';
 import { proxyRoute } from './routes/proxy-route.ts';
 import { apiHeaders, pageHeaders, type SetHeaders } from './security-headers.ts';
-import { createSessionGate } from './session-auth.ts';
+import { createSessionGate, IPV6_CLIENT_PREFIX } from './session-auth.ts';
 
-export interface AppDeps extends ServiceDeps {
+/** The broker's services the routes call (compose.ts builds them). */
+export interface AppServices {
+  now: () => number;
+  provider: Provider;
+  handoffs: Handoffs;
+  sessions: Sessions;
+  connections: ConnectionRepository;
+  tokens: TokenService;
+  loadConnection: ConnectionLoader;
+  lifecycle: Lifecycle;
+}
+
+export interface AppDeps {
+  config: Config;
+  store: Store;
+  dispatcher: Dispatcher;
+  log: Logger;
+  services: AppServices;
   /** Where express-session keeps the authorization window's session (connect-redis, or memory). */
   sessionStore: SessionStore;
   /** A store per rate limiter (rate-limit-redis, or undefined for express-rate-limit's memory). */
   rateLimitStore?: (prefix: string) => RateLimitStore;
-  /** Prometheus metrics; GET /metrics on this app when config.metricsToken is set. */
+  /** Prometheus metrics; GET /metrics on this app when config.metrics.token is set. */
   metrics?: Metrics;
 }
 
@@ -41,14 +68,14 @@ export interface BrokerApp {
 }
 
 /**
- * The broker's HTTP side over its services (compose.ts). Never listens: main.ts (or a test) does.
+ * The broker's HTTP side over its services (composed by the caller: compose.ts). Never listens:
+ * main.ts (or a test) does.
  * Both stacks take the same steps: the access log and metrics, the security headers, the one
  * error answer (answers.ts).
  */
 export function createApp(deps: AppDeps): BrokerApp {
-  const { config, store, log, metrics } = deps;
-  const services = composeServices(deps);
-  const { now, provider, handoffs, sessions, connections, tokens } = services;
+  const { config, store, log, metrics, services } = deps;
+  const { now, provider, handoffs, sessions, connections, tokens, loadConnection } = services;
   const readiness = createReadiness(store, log);
   const fail = errorAnswer(log, readiness);
   const https = config.publicUrl.protocol === 'https:';
@@ -70,7 +97,7 @@ export function createApp(deps: AppDeps): BrokerApp {
 
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', config.trustProxy);
+  app.set('trust proxy', config.listen.trustProxy);
   app.set('etag', false);
   app.use(accessLog(track));
   const preparePage = prepare(pageHeaders(https));
@@ -79,15 +106,16 @@ export function createApp(deps: AppDeps): BrokerApp {
     next();
   });
 
-  app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
+  app.get(routes.healthz, (_req, res) => {
+    const answer: HealthResponse = { status: 'ok' };
+    res.json(answer);
   });
-  app.get('/readyz', async (_req, res) => {
-    const status = await readiness.status();
-    res.status(status === 'ready' ? 200 : 503).json({ status });
+  app.get(routes.readyz, async (_req, res) => {
+    const answer: ReadinessResponse = { status: await readiness.status() };
+    res.status(answer.status === 'ready' ? 200 : 503).json(answer);
   });
-  if (metrics && config.metricsToken !== undefined)
-    app.get('/metrics', metricsHandler(metrics, config.metricsToken));
+  if (metrics && config.metrics.token !== undefined)
+    app.get(routes.metrics, metricsHandler(metrics, config.metrics.token));
 
   const limiter = (name: string, limit: number) =>
     rateLimit({
@@ -95,6 +123,8 @@ export function createApp(deps: AppDeps): BrokerApp {
       limit,
       standardHeaders: 'draft-8',
       legacyHeaders: false,
+      // An IPv6 client by its /56, as the session check counts it (its default, said once).
+      ipv6Subnet: IPV6_CLIENT_PREFIX,
       ...(deps.rateLimitStore ? { store: deps.rateLimitStore(`${name}:`) } : {}),
       // Fail open when the store is down: the routes behind it fail closed on their own.
       passOnStoreError: true,
@@ -104,7 +134,7 @@ export function createApp(deps: AppDeps): BrokerApp {
     });
 
   app.use(
-    '/auth',
+    routeTemplates.auth,
     limiter('auth', 60),
     session({
       store: deps.sessionStore,
@@ -113,32 +143,20 @@ export function createApp(deps: AppDeps): BrokerApp {
       resave: false,
       saveUninitialized: false,
       rolling: false,
-      proxy: config.trustProxy !== false,
+      proxy: config.listen.trustProxy !== false,
       cookie: { httpOnly: true, sameSite: 'lax', secure: https, path: '/', maxAge: FLOW_TTL_MS },
     }),
   );
   app.use(authRouter({ config, store, handoffs, provider, now, log }));
-  app.post('/session', limiter('session', 30));
+  app.post(routes.session, limiter('session', 30));
   const requireSid = createSessionGate({
     sessions,
     now,
     addressOf: clientAddress(app.get('trust proxy fn') as TrustProxy),
-    failuresPerMinute: config.sessionFailureLimit,
-    callsPerMinute: config.sessionRateLimit,
+    failuresPerMinute: config.sessions.failureLimit,
+    callsPerMinute: config.sessions.rateLimit,
   });
-  const { loadConnection } = services;
-  app.use(
-    apiRouter({
-      store,
-      handoffs,
-      sessions,
-      connections,
-      loadConnection,
-      requireSid,
-      now,
-      log,
-    }),
-  );
+  app.use(apiRouter({ lifecycle: services.lifecycle, requireSid, log }));
   app.use((_req, _res, next) => {
     next(new BrokerError('not_found', 'No such route.'));
   });
@@ -150,6 +168,8 @@ export function createApp(deps: AppDeps): BrokerApp {
     tokens,
     dispatcher: deps.dispatcher,
     log,
+    timeoutMs: config.proxy.timeoutMs,
+    maxAnswerBytes: config.proxy.maxAnswerBytes,
     track,
     prepare: prepare(apiHeaders(https)),
     fail,

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import proxyaddr from 'proxy-addr';
+import { trimOldest } from '../base/bounded.ts';
 
 /**
  * A token bucket per key, in process: `limit` takes per `windowMs`, refilled continuously. It costs
@@ -61,12 +62,7 @@ export class KeyedBuckets {
   #add(key: string, now: number): { tokens: number; at: number } {
     const bucket = { tokens: this.#limit, at: now };
     this.#buckets.set(key, bucket);
-    if (this.#buckets.size > this.#maxKeys) {
-      for (const oldest of this.#buckets.keys()) {
-        if (this.#buckets.size <= this.#maxKeys) break;
-        this.#buckets.delete(oldest);
-      }
-    }
+    trimOldest(this.#buckets, this.#maxKeys);
     return bucket;
   }
 

@@ -1,3 +1,4 @@
+import { routes } from '@baton/shared';
 import express, { type Request, type Response } from 'express';
 import { timingSafeEqual } from 'node:crypto';
 import type { Metrics } from '../ops/metrics.ts';
@@ -23,7 +24,7 @@ export function metricsHandler(metrics: Metrics, token: string | undefined) {
 export function metricsApp(metrics: Metrics, token: string | undefined): express.Express {
   const app = express();
   app.disable('x-powered-by');
-  app.get('/metrics', metricsHandler(metrics, token));
+  app.get(routes.metrics, metricsHandler(metrics, token));
   app.use((_req, res) => {
     res.status(404).json({ error: 'not_found', message: 'No such route.' });
   });

@@ -1,5 +1,6 @@
+import { ipKeyGenerator } from 'express-rate-limit';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { BrokerError, invalidSession } from '../errors.ts';
+import { BrokerError, invalidSession } from '../base/errors.ts';
 import { KeyedBuckets } from './limits.ts';
 import type { Sessions } from '../connections/sessions.ts';
 
@@ -15,11 +16,21 @@ export interface SessionGateOptions {
   now: () => number;
   /** The client address of a request, as Express's `req.ip` (trust proxy applied). */
   addressOf: (req: IncomingMessage) => string;
-  /** Failed session checks one address may make per minute before it gets 429 (per instance). */
+  /**
+   * Failed session checks one client (an IPv4 address, an IPv6 /56) may make per minute before it
+   * gets 429 (per instance).
+   */
   failuresPerMinute: number;
   /** Calls one session may make per minute (per instance); 0: no limit. */
   callsPerMinute: number;
 }
+
+/**
+ * How many leading bits of an IPv6 address name one client: an ISP hands a household or a
+ * server a /56 (RIPE-690), so each address of it is the same client to a limit. The
+ * authorization routes' limits (express-rate-limit) count the same way.
+ */
+export const IPV6_CLIENT_PREFIX = 56;
 
 /**
  * The session check of every bearer route: the session id of a request's bearer token, or 401
@@ -29,7 +40,10 @@ export interface SessionGateOptions {
  * calls.
  */
 export function createSessionGate(options: SessionGateOptions) {
-  const { sessions, now, addressOf } = options;
+  const { sessions, now } = options;
+  // IPv4 as it is; IPv6 by its /56; IPv4-mapped IPv6 as IPv4.
+  const addressOf = (req: IncomingMessage) =>
+    ipKeyGenerator(options.addressOf(req), IPV6_CLIENT_PREFIX);
   const minute = 60_000;
   const failures = new KeyedBuckets({ limit: options.failuresPerMinute, windowMs: minute, now });
   const calls =

@@ -1,6 +1,6 @@
 import { codeChallengeS256 } from '@baton/shared';
-import { hashToken, randomToken, safeEqual, type Sealer } from '../crypto.ts';
-import { BrokerError } from '../errors.ts';
+import { hashToken, randomToken, safeEqual, type Sealer } from '../base/crypto.ts';
+import { BrokerError } from '../base/errors.ts';
 import { keys } from '../store/keys.ts';
 import type { Store } from '../store/types.ts';
 import type { TokenSet } from './provider.ts';

@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { z } from 'zod';
+import { retryAfterMs as parseRetryAfter } from '../base/retry-after.ts';
 
 /** What the provider gives back from both token grants, as the broker keeps it. */
 export interface TokenSet {
@@ -21,18 +22,18 @@ export class ProviderError extends Error {
   override name = 'ProviderError';
   readonly failure: ProviderFailure;
   readonly status: number | undefined;
-  /** Seconds the provider asked us to wait (Retry-After), when it did. */
-  readonly retryAfter: number | undefined;
+  /** How long the provider asked us to wait (Retry-After), in ms, when it did. */
+  readonly retryAfterMs: number | undefined;
 
   constructor(
     failure: ProviderFailure,
     message: string,
-    options: { status?: number; retryAfter?: number | undefined; cause?: unknown } = {},
+    options: { status?: number; retryAfterMs?: number | undefined; cause?: unknown } = {},
   ) {
     super(message, options.cause === undefined ? {} : { cause: options.cause });
     this.failure = failure;
     this.status = options.status;
-    this.retryAfter = options.retryAfter;
+    this.retryAfterMs = options.retryAfterMs;
   }
 }
 
@@ -91,14 +92,17 @@ export function createProvider(options: ProviderOptions) {
       throw new ProviderError(failure, 'no answer from the token endpoint', { cause });
     }
     const { statusCode: status } = response;
-    const retryAfter = parseRetryAfter(response.headers['retry-after']);
+    const retryAfterMs = parseRetryAfter(response.headers['retry-after'], options.now());
     if (status < 200 || status >= 300) {
       await response.body.dump({ limit: MAX_TOKEN_RESPONSE_BYTES }).catch(() => {});
       const failure =
         status >= 400 && status < 500 && status !== 408 && status !== 429
           ? 'rejected'
           : 'transient';
-      throw new ProviderError(failure, `token endpoint answered ${status}`, { status, retryAfter });
+      throw new ProviderError(failure, `token endpoint answered ${status}`, {
+        status,
+        retryAfterMs,
+      });
     }
     let text: string;
     try {
@@ -168,11 +172,4 @@ async function readLimited(body: AsyncIterable<Buffer>, limit: number): Promise<
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
-}
-
-/** Retry-After in seconds (delta form only; an HTTP date is ignored). */
-export function parseRetryAfter(value: string | string[] | undefined): number | undefined {
-  const raw = Array.isArray(value) ? value[0] : value;
-  if (raw === undefined || !/^\d{1,6}$/.test(raw.trim())) return undefined;
-  return Number(raw.trim());
 }

@@ -1,14 +1,18 @@
 import { createConnectionRepository, type ConnectionRecord } from '../connections/records.ts';
-import { createSealer, MissingKeyError, type Keyring } from '../crypto.ts';
-import { keys } from '../store/keys.ts';
+import { createSealer, MissingKeyError, type Keyring } from '../base/crypto.ts';
+import {
+  EVENT_SHARDS,
+  eventShard,
+  keys,
+  parseSessionKey,
+  sessionKeyPatterns,
+  type SessionKey,
+} from '../store/keys.ts';
 import { createSessions } from '../connections/sessions.ts';
 import { createRedisStore } from '../store/redis/store.ts';
-import { createOutbox, noEvents } from './events.ts';
+import { noEvents } from '../connections/events.ts';
+import { createOutbox, OUTBOX_RETENTION_MS } from './events.ts';
 import { scanKeys, type Redis } from '../store/redis/clients.ts';
-
-/** `baton:{sid}:connection:id`, the only keys holding sealed tokens. */
-const CONNECTION_KEY = /^baton:\{([^}]+)\}:connection:(.+)$/;
-const SESSION_KEY = /^baton:\{([^}]+)\}:session$/;
 
 /** The operator's commands over the broker's Redis, whichever its topology. */
 export function createAdmin(
@@ -26,14 +30,16 @@ export function createAdmin(
   const sessions = createSessions(store, Date.now, undefined, events);
   const connections = createConnectionRepository(store, sealer, { sessions });
 
-  /** SCAN walks one node's keyspace: a Cluster's keys are spread over its masters. */
-  const scan = (match: string) => scanKeys(redis, match);
-  async function* connectionKeys(): AsyncGenerator<{ sid: string; id: string }> {
-    for await (const key of scan('baton:{*}:connection:*')) {
-      const match = CONNECTION_KEY.exec(key);
-      if (match?.[1] && match[2]) yield { sid: match[1], id: match[2] };
+  /** The session keys of one kind, on every master (SCAN walks one node's keyspace). */
+  async function* sessionKeys<K extends SessionKey['kind']>(
+    kind: K,
+  ): AsyncGenerator<Extract<SessionKey, { kind: K }>> {
+    for await (const key of scanKeys(redis, sessionKeyPatterns[kind])) {
+      const parsed = parseSessionKey(key);
+      if (parsed?.kind === kind) yield parsed as Extract<SessionKey, { kind: K }>;
     }
   }
+  const connectionKeys = () => sessionKeys('connection');
   const kidOf = (blob: string): string => blob.split('.')[0] ?? '?';
 
   async function dropSession(sid: string) {
@@ -47,7 +53,7 @@ export function createAdmin(
   return {
     async stats() {
       let sessions = 0;
-      for await (const key of scan('baton:{*}:session')) if (SESSION_KEY.test(key)) sessions++;
+      for await (const _session of sessionKeys('session')) sessions++;
       const byStatus: Record<string, number> = {};
       const byKey: Record<string, number> = {};
       let unreadable = 0;
@@ -99,19 +105,52 @@ export function createAdmin(
 
     dropSession,
 
-    /** What waits for delivery, and the dead letters: ids, types, times and outcomes (no body). */
-    async events() {
-      const dead = (await store.listRange(keys.deadLetters, 0, -1)).map((raw) => {
-        const { id, type, session_ref, attempts, first_attempt_at, dead_at, last_outcome } =
-          JSON.parse(raw) as Record<string, unknown>;
-        return { id, type, session_ref, attempts, first_attempt_at, dead_at, last_outcome };
-      });
+    /**
+     * What waits for delivery, and the newest `limit` dead letters: ids, types, reasons, times and
+     * outcomes (no body).
+     */
+    async events(limit = 100) {
+      const shards = Array.from({ length: EVENT_SHARDS }, (_, shard) => shard);
+      const sum = async (size: (shard: number) => Promise<number>) =>
+        (await Promise.all(shards.map(size))).reduce((total, each) => total + each, 0);
+      const letters = (
+        await Promise.all(shards.map((shard) => store.logNewest(keys.deadLetters(shard), limit)))
+      )
+        .flat()
+        .map((raw) => {
+          const { id, type, session_ref, reason, attempts, recorded_at, dead_at, last_outcome } =
+            JSON.parse(raw) as Record<string, unknown>;
+          return { id, type, session_ref, reason, attempts, recorded_at, dead_at, last_outcome };
+        })
+        .sort((a, b) => String(b.dead_at).localeCompare(String(a.dead_at)))
+        .slice(0, limit);
       return {
         ok: true,
-        sessionsWithEventsDue: await store.scheduleSize(keys.eventsDue),
-        deadLetters: dead.length,
-        dead,
+        sessionsWithEventsDue: await sum((shard) => store.scheduleSize(keys.eventsDue(shard))),
+        eventsWaiting: Math.max(
+          0,
+          await sum(async (shard) => Number(await store.get(keys.eventsBacklog(shard)))),
+        ),
+        deadLetters: await sum((shard) => store.logSize(keys.deadLetters(shard))),
+        dead: letters,
       };
+    },
+
+    /**
+     * Schedules every outbox found in Redis (a SCAN of the whole keyspace, so only on demand): an
+     * instance that died between writing an event and scheduling its session, while another was
+     * emptying that session's outbox, left it unscheduled.
+     */
+    async sweepEvents() {
+      let outboxes = 0;
+      for await (const { sid } of sessionKeys('outbox')) {
+        outboxes++;
+        await store.schedulePut(keys.eventsDue(eventShard(sid)), sid, Date.now(), {
+          onlyIfAbsent: true,
+          keepMs: OUTBOX_RETENTION_MS,
+        });
+      }
+      return { ok: true, outboxes };
     },
 
     async dropSessionOf(connectionId: string) {

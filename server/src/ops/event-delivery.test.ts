@@ -1,10 +1,16 @@
 import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { keys } from '../store/keys.ts';
+import { EVENT_SHARDS, keys } from '../store/keys.ts';
 import { createMemoryStore } from '../store/memory.ts';
-import { backoffMs, createDelivery, retryAfterMs } from './event-delivery.ts';
-import { createOutbox, parseWebhookSecret, type BrokerEvent } from './events.ts';
+import { createDelivery } from './event-delivery.ts';
+import type { BrokerEvent } from '../connections/events.ts';
+import {
+  createOutbox,
+  DEFAULT_EVENT_LIMITS,
+  parseWebhookSecret,
+  type EventLimits,
+} from './events.ts';
 
 /**
  * The delivery on the embedded store and an injected clock, against a receiver that verifies
@@ -21,7 +27,12 @@ interface Request {
   at: number;
 }
 
-function world(options: { secrets?: string[]; instances?: number } = {}) {
+const SHARDS = Array.from({ length: EVENT_SHARDS }, (_, shard) => shard);
+
+function world(
+  options: { secrets?: string[]; instances?: number; limits?: Partial<EventLimits> } = {},
+) {
+  const limits = { ...DEFAULT_EVENT_LIMITS, ...options.limits };
   let now = T0;
   const clock = () => now;
   const store = createMemoryStore(clock);
@@ -48,9 +59,15 @@ function world(options: { secrets?: string[]; instances?: number } = {}) {
       now: clock,
       log: pino({ level: 'silent' }),
       random: () => 0.5,
+      limits,
     }),
   );
-  const outbox = createOutbox({ store, now: clock });
+  const outbox = createOutbox({
+    store,
+    now: clock,
+    limits,
+    onFull: (sid) => deliveries[0]!.trim(sid),
+  });
   const versions = new Map<string, number>();
   return {
     store,
@@ -65,8 +82,8 @@ function world(options: { secrets?: string[]; instances?: number } = {}) {
         `baton:{${sid}}:record`,
         versions.get(sid) ?? 0,
         'x',
-        HOUR,
-        outbox.record(sid, event) ?? undefined,
+        1000 * HOUR,
+        (await outbox.record(sid, event)) ?? undefined,
       );
       expect(written).toBe(true);
       versions.set(sid, (versions.get(sid) ?? 0) + 1);
@@ -74,6 +91,23 @@ function world(options: { secrets?: string[]; instances?: number } = {}) {
     },
     /** Every instance runs one pass. */
     pass: () => Promise.all(deliveries.map((d) => d.runOnce())),
+    /** Sessions due, over every shard of the schedule. */
+    due: async () =>
+      (await Promise.all(SHARDS.map((shard) => store.scheduleSize(keys.eventsDue(shard))))).reduce(
+        (sum, size) => sum + size,
+        0,
+      ),
+    /** Every dead letter, parsed, oldest first. */
+    deadLetters: async () =>
+      (await Promise.all(SHARDS.map((shard) => store.logNewest(keys.deadLetters(shard), 1e6))))
+        .flat()
+        .map((raw) => JSON.parse(raw) as Record<string, unknown>)
+        .sort((a, b) => String(a.dead_at).localeCompare(String(b.dead_at))),
+    /** The events the world recorded: ids in recording order, by session. */
+    outboxIds: async (sid: string) =>
+      (await store.listRange(keys.outbox(sid), 0, -1)).map(
+        (raw) => (JSON.parse(raw) as { id: string }).id,
+      ),
   };
 }
 
@@ -116,7 +150,7 @@ describe('event delivery (Standard Webhooks)', () => {
     });
     // Nothing left: the outbox is empty and the session no longer due.
     expect(await w.store.listLength(keys.outbox('s1'))).toBe(0);
-    expect(await w.store.scheduleSize(keys.eventsDue)).toBe(0);
+    expect(await w.due()).toBe(0);
   });
 
   it('signs with every secret during a rotation: receivers on the old or the new one verify', async () => {
@@ -200,15 +234,118 @@ describe('event delivery (Standard Webhooks)', () => {
       await w.pass();
       w.advance(5 * 60_000);
     }
-    const dead = await w.store.listRange(keys.deadLetters, 0, -1);
+    const dead = await w.deadLetters();
     expect(dead).toHaveLength(1);
-    expect(JSON.parse(dead[0]!)).toMatchObject({
+    expect(dead[0]).toMatchObject({
       type: 'connection.created',
+      reason: 'expired',
       last_outcome: 'status 500',
       session_ref: expect.stringMatching(/^ses_/),
+      recorded_at: new Date(T0).toISOString(),
     });
     expect(w.requests.filter((r) => r.body.includes('"c2"'))).toHaveLength(1);
-    expect(w.deliveries[0]!.counters).toMatchObject({ delivered: 1, deadLettered: 1 });
+    expect(w.deliveries[0]!.counters).toMatchObject({
+      delivered: 1,
+      deadLettered: { expired: 1, outbox_full: 0, backlog_full: 0 },
+    });
+  });
+
+  it('a receiver down for 72 hours: every event delivered or dead-lettered and counted, none lost to a time to live', async () => {
+    const w = world();
+    w.answer(() => new Response(null, { status: 503 }));
+    const recorded: string[] = [];
+    // Events keep coming while the receiver is down: five in one session, hours apart, and one in
+    // another session late on.
+    for (let n = 0; n < 5; n++) {
+      await w.change('s1', connected(`c${n}`));
+      recorded.push((await w.outboxIds('s1')).at(-1)!);
+      for (let minute = 0; minute < 4 * 60; minute += 5) {
+        await w.pass();
+        w.advance(5 * 60_000);
+      }
+    }
+    while (w.now() < T0 + 50 * HOUR) {
+      await w.pass();
+      w.advance(5 * 60_000);
+    }
+    await w.change('s2', connected('late'));
+    recorded.push((await w.outboxIds('s2'))[0]!);
+    while (w.now() < T0 + 72 * HOUR) {
+      await w.pass();
+      w.advance(5 * 60_000);
+    }
+    // The first 22 hours of the late event's window passed with the receiver down; it comes back.
+    w.answer(() => new Response(null, { status: 204 }));
+    while (w.now() < T0 + 74 * HOUR) {
+      await w.pass();
+      w.advance(5 * 60_000);
+    }
+
+    const dead = await w.deadLetters();
+    const delivered = w.requests.slice(-1).map((r) => r.headers['webhook-id']);
+    expect(await w.outboxIds('s1')).toEqual([]);
+    expect(await w.outboxIds('s2')).toEqual([]);
+    expect(dead.map((letter) => letter.id)).toEqual(recorded.slice(0, 5));
+    for (const letter of dead) {
+      expect(letter.reason).toBe('expired');
+      // Dead-lettered when its own window ended (the pass after), not before.
+      const age = Date.parse(String(letter.dead_at)) - Date.parse(String(letter.recorded_at));
+      expect(age).toBeGreaterThanOrEqual(24 * HOUR);
+      expect(age).toBeLessThanOrEqual(24 * HOUR + 5 * 60_000);
+    }
+    expect(delivered).toEqual([recorded[5]]);
+    const counters = w.deliveries[0]!.counters;
+    expect(counters.deadLettered.expired + counters.delivered).toBe(recorded.length);
+    expect(counters.delivered).toBe(1);
+    expect(await w.due()).toBe(0);
+  });
+
+  it('holds one session to EVENTS_OUTBOX_MAX: the oldest events past it are dead-lettered and counted', async () => {
+    const w = world({ limits: { perSession: 10 } });
+    w.answer(() => new Response(null, { status: 503 }));
+    await w.change('s1', connected('c0'));
+    await w.pass();
+    const ids: string[] = [(await w.outboxIds('s1'))[0]!];
+    for (let n = 1; n < 14; n++) {
+      w.advance(1000);
+      await w.change('s1', connected(`c${n}`));
+      ids.push((await w.outboxIds('s1')).at(-1)!);
+    }
+    expect(await w.outboxIds('s1')).toEqual(ids.slice(4));
+    const dead = await w.deadLetters();
+    expect(dead.map((letter) => letter.id)).toEqual(ids.slice(0, 4));
+    expect(dead.map((letter) => letter.reason)).toEqual(Array(4).fill('outbox_full'));
+    expect(dead[0]).toMatchObject({ attempts: 1, last_outcome: 'status 503' });
+    expect(w.deliveries[0]!.counters.deadLettered.outbox_full).toBe(4);
+    expect((await w.deliveries[0]!.backlog()).events).toBe(10);
+  });
+
+  it('holds every session to EVENTS_BACKLOG_MAX: the sessions waiting longest give up their oldest events', async () => {
+    const w = world({ limits: { backlog: 100 } });
+    w.answer(() => new Response(null, { status: 503 }));
+    for (const sid of ['s1', 's2', 's3']) {
+      for (let n = 0; n < 50; n++) await w.change(sid, connected(`${sid}-c${n}`));
+      await w.pass();
+      w.advance(1000);
+    }
+    w.advance(60_000);
+    await w.pass();
+    const backlog = await w.deliveries[0]!.backlog();
+    expect(backlog.events).toBe(100);
+    expect(w.deliveries[0]!.counters.deadLettered.backlog_full).toBe(50);
+    expect(await w.outboxIds('s1')).toEqual([]);
+    expect((await w.outboxIds('s2')).length + (await w.outboxIds('s3')).length).toBe(100);
+    expect(backlog.deadLetters).toBe(50);
+  });
+
+  it('keeps the dead letters within their count, dropping the oldest and counting them', async () => {
+    const w = world({ limits: { perSession: 1, deadLetters: EVENT_SHARDS * 2 } });
+    w.answer(() => new Response(null, { status: 503 }));
+    for (let n = 0; n < 6; n++) await w.change('s1', connected(`c${n}`));
+    const dead = await w.deadLetters();
+    expect(dead).toHaveLength(2);
+    expect(w.deliveries[0]!.counters.deadLettered.outbox_full).toBe(5);
+    expect(w.deliveries[0]!.counters.deadLettersDropped).toBe(3);
   });
 
   it('honours Retry-After', async () => {
@@ -254,23 +391,5 @@ describe('event delivery (Standard Webhooks)', () => {
         .filter((n) => n % 4 === s);
       expect(order).toEqual([...order].sort((a, b) => a - b));
     }
-  });
-});
-
-describe('back-off', () => {
-  it('doubles from 5 s to an hour, with jitter between half and all of it', () => {
-    expect(backoffMs(1, 0)).toBe(2500);
-    expect(backoffMs(1, 0.999_999)).toBe(5000);
-    expect(backoffMs(4, 0.5)).toBe(30_000);
-    expect(backoffMs(30, 0.5)).toBe(0.75 * HOUR);
-  });
-
-  it('reads Retry-After in seconds or as a date, kept between 1 s and a day', () => {
-    expect(retryAfterMs('30', T0)).toBe(30_000);
-    expect(retryAfterMs('0', T0)).toBe(1000);
-    expect(retryAfterMs(new Date(T0 + 90_000).toUTCString(), T0)).toBe(90_000);
-    expect(retryAfterMs('999999', T0)).toBe(24 * HOUR);
-    expect(retryAfterMs('soon', T0)).toBeUndefined();
-    expect(retryAfterMs(null, T0)).toBeUndefined();
   });
 });

@@ -1,8 +1,17 @@
-import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { keys } from '../store/keys.ts';
+import { backoffMs, type BackoffShape } from '../base/backoff.ts';
+import { retryAfterMs } from '../base/retry-after.ts';
+import { EVENT_SHARDS, eventShard, keys } from '../store/keys.ts';
+import { createLeases } from '../store/lease.ts';
 import { StoreUnavailableError, type Store } from '../store/types.ts';
-import { OUTBOX_RETENTION_MS, sessionRef, signatures, type OutboxEntry } from './events.ts';
+import {
+  DEFAULT_EVENT_LIMITS,
+  OUTBOX_RETENTION_MS,
+  sessionRef,
+  signatures,
+  type EventLimits,
+  type OutboxEntry,
+} from './events.ts';
 
 /**
  * Delivers the outboxes (ops/events.ts) to EVENTS_WEBHOOK_URL, from every instance:
@@ -12,16 +21,23 @@ import { OUTBOX_RETENTION_MS, sessionRef, signatures, type OutboxEntry } from '.
  *   connections, arrive in order. Delivery is at least once: an instance killed between the
  *   receiver's answer and the pop sends that event again, with the same `webhook-id`.
  * - A failed attempt (no answer, a timeout, any status but 2xx) is tried again after an
- *   exponential back-off with jitter (5 s doubling to 1 h), or after the receiver's `Retry-After`;
- *   an event still undelivered 24 h after its first attempt goes to the dead letters (the admin
- *   CLI lists them) and the next one is tried.
- * - Sessions due for delivery sit in a schedule on the store, on this process's clock (injected:
- *   a test runs a simulated day in milliseconds).
+ *   exponential back-off with jitter (5 s doubling to 1 h), or after the receiver's `Retry-After`.
+ * - Every event leaves its outbox delivered or dead-lettered, never by a time to live: one still
+ *   undelivered 24 h after it was recorded is dead-lettered (`expired`), and every attempt keeps
+ *   its outbox alive. At the caps (EventLimits) the oldest waiting events are dead-lettered
+ *   (`outbox_full`, `backlog_full`). Dead letters are kept, bounded by age and count, for the
+ *   admin CLI; each is counted in `counters.deadLettered`.
+ * - Sessions due for delivery sit in a schedule on the store spread over EVENT_SHARDS keys, on
+ *   this process's clock (injected: a test runs simulated days in milliseconds).
  */
+export type DeadLetterReason = 'expired' | 'outbox_full' | 'backlog_full';
+
 export interface DeliveryCounters {
   delivered: number;
   failedAttempts: number;
-  deadLettered: number;
+  deadLettered: Record<DeadLetterReason, number>;
+  /** Dead letters dropped to keep the dead letters within their age and count. */
+  deadLettersDropped: number;
 }
 
 export interface DeliveryOptions {
@@ -31,63 +47,58 @@ export interface DeliveryOptions {
   fetch: typeof globalThis.fetch;
   now: () => number;
   log: Logger;
+  limits?: EventLimits;
   /** In [0, 1): the back-off's jitter (default Math.random). */
   random?: () => number;
   /** How long an instance may hold a session's outbox (default 30 s). */
   leaseMs?: number;
   /** Bound on one POST (default 5 s). */
   timeoutMs?: number;
-  /** An event is given up on this long after its first attempt (default 24 h). */
+  /** An event is given up on this long after it was recorded (default 24 h). */
   giveUpMs?: number;
   /** Events delivered per lease before the session goes back in the schedule (default 5). */
   perLease?: number;
-  /** Sessions taken per pass (default 20). */
+  /** Sessions taken per shard and pass (default 20). */
   batch?: number;
-  /**
-   * Every session that has an outbox (a SCAN of Redis). An instance that stopped between writing
-   * an event and scheduling its session left an outbox nobody is due to deliver: the sweep, at
-   * start and every `sweepMs` (default 10 min), schedules every outbox not already scheduled.
-   */
-  outboxes?: () => AsyncIterable<string>;
-  sweepMs?: number;
+  /** How often the backlog is held to its cap (default 10 s). */
+  backlogCheckMs?: number;
 }
 
-export const BACKOFF_FIRST_MS = 5000;
-export const BACKOFF_MAX_MS = 3600 * 1000;
-const DEAD_LETTER_RETENTION_MS = 30 * 24 * 3600 * 1000;
-
-/** The wait after the `attempt`-th failure: 5 s doubling to 1 h, then between half and all of it. */
-export function backoffMs(attempt: number, random: number): number {
-  const full = Math.min(BACKOFF_FIRST_MS * 2 ** (attempt - 1), BACKOFF_MAX_MS);
-  return Math.round(full * (0.5 + random / 2));
-}
-
-/** `Retry-After` in seconds or as an HTTP date, kept between 1 s and a day; else undefined. */
-export function retryAfterMs(header: string | null, now: number): number | undefined {
-  if (header === null || header.trim() === '') return undefined;
-  const seconds = /^\d+$/.test(header.trim()) ? Number(header) * 1000 : Date.parse(header) - now;
-  if (!Number.isFinite(seconds)) return undefined;
-  return Math.min(Math.max(seconds, 1000), 24 * 3600 * 1000);
-}
+/** Deliveries back off from 5 s, doubling to an hour, jittered (base/backoff.ts). */
+const BACKOFF: BackoffShape = { firstMs: 5000, maxMs: 3600 * 1000 };
+/** Events dead-lettered in one go under one lease, at most (the rest wait for the next). */
+const SHED_PER_LEASE = 100;
 
 interface Attempts {
   id: string;
   count: number;
   first: number;
+  /** What the last attempt got, for a dead letter. */
+  outcome?: string;
 }
 
 type Outcome = { ok: true } | { ok: false; outcome: string; retryAfterMs?: number | undefined };
 
+const shards = Array.from({ length: EVENT_SHARDS }, (_, shard) => shard);
+
 export function createDelivery(options: DeliveryOptions) {
   const { store, log, now } = options;
+  const limits = options.limits ?? DEFAULT_EVENT_LIMITS;
   const random = options.random ?? Math.random;
   const leaseMs = options.leaseMs ?? 30_000;
   const timeoutMs = options.timeoutMs ?? 5000;
   const giveUpMs = options.giveUpMs ?? 24 * 3600 * 1000;
   const perLease = options.perLease ?? 5;
   const batch = options.batch ?? 20;
-  const owner = randomBytes(8).toString('hex');
-  const counters: DeliveryCounters = { delivered: 0, failedAttempts: 0, deadLettered: 0 };
+  const backlogCheckMs = options.backlogCheckMs ?? 10_000;
+  const leases = createLeases(store);
+  const counters: DeliveryCounters = {
+    delivered: 0,
+    failedAttempts: 0,
+    deadLettered: { expired: 0, outbox_full: 0, backlog_full: 0 },
+    deadLettersDropped: 0,
+  };
+  const deadLettersPerShard = Math.max(1, Math.ceil(limits.deadLetters / EVENT_SHARDS));
 
   async function post(event: OutboxEntry): Promise<Outcome> {
     const timestamp = String(Math.floor(now() / 1000));
@@ -117,50 +128,103 @@ export function createDelivery(options: DeliveryOptions) {
     }
   }
 
-  /** The outbox's head, tried once; false when the session must wait (back-off). */
+  const attemptsOf = async (sid: string, id: string): Promise<Attempts | null> => {
+    const stored = await store.get(keys.outboxAttempts(sid));
+    const attempts = stored === null ? null : (JSON.parse(stored) as Attempts);
+    return attempts?.id === id ? attempts : null;
+  };
+
+  /** The head `raw` left its outbox: it is counted out of the backlog. */
+  async function popped(sid: string, raw: string): Promise<boolean> {
+    if (!(await store.listPopIfHead(keys.outbox(sid), raw))) return false;
+    await Promise.all([
+      store.del(keys.outboxAttempts(sid)),
+      store.counterAdd(keys.eventsBacklog(eventShard(sid)), -1, OUTBOX_RETENTION_MS),
+    ]);
+    return true;
+  }
+
+  /**
+   * The head `raw` set aside: into the dead letters first, then out of the outbox, so that an
+   * instance that stops in between leaves it in both (and sets it aside again), never in neither.
+   */
+  async function deadLetter(
+    sid: string,
+    raw: string,
+    reason: DeadLetterReason,
+    outcome: string | undefined,
+  ): Promise<void> {
+    const event = JSON.parse(raw) as OutboxEntry;
+    const attempts = await attemptsOf(sid, event.id);
+    const at = now();
+    const letter = JSON.stringify({
+      ...event,
+      session_ref: sessionRef(sid),
+      reason,
+      attempts: attempts?.count ?? 0,
+      ...(event.at === undefined ? {} : { recorded_at: new Date(event.at).toISOString() }),
+      ...(attempts ? { first_attempt_at: new Date(attempts.first).toISOString() } : {}),
+      dead_at: new Date(at).toISOString(),
+      last_outcome: outcome ?? attempts?.outcome ?? 'not attempted',
+    });
+    counters.deadLettersDropped += await store.logAdd(
+      keys.deadLetters(eventShard(sid)),
+      letter,
+      at,
+      {
+        maxCount: deadLettersPerShard,
+        minAtMs: at - limits.deadLetterRetentionMs,
+        ttlMs: limits.deadLetterRetentionMs,
+      },
+    );
+    if (!(await popped(sid, raw))) return;
+    counters.deadLettered[reason]++;
+    log.error(
+      { event: event.id, type: event.type, reason, attempts: attempts?.count ?? 0 },
+      'event not delivered: moved to the dead letters',
+    );
+  }
+
+  /**
+   * The outbox's head, tried once; false when the session must wait (back-off). Its window is its
+   * own, from when it was recorded: an attempt that fails after it has ended is the last, and the
+   * event is dead-lettered (so an event that waited its whole window behind another still gets
+   * one attempt).
+   */
   async function deliverHead(sid: string, raw: string): Promise<boolean> {
-    const outbox = keys.outbox(sid);
     const event = JSON.parse(raw) as OutboxEntry;
     const outcome = await post(event);
     if (outcome.ok) {
-      await store.listPopIfHead(outbox, raw);
-      await store.del(keys.outboxAttempts(sid));
-      counters.delivered++;
+      if (await popped(sid, raw)) counters.delivered++;
       log.info({ event: event.id, type: event.type }, 'event delivered');
       return true;
     }
     counters.failedAttempts++;
-    const stored = await store.get(keys.outboxAttempts(sid));
-    const previous = stored === null ? null : (JSON.parse(stored) as Attempts);
-    const attempts: Attempts =
-      previous?.id === event.id
-        ? { ...previous, count: previous.count + 1 }
-        : { id: event.id, count: 1, first: now() };
-    if (now() - attempts.first >= giveUpMs) {
-      await store.listPush(
-        keys.deadLetters,
-        JSON.stringify({
-          ...event,
-          session_ref: sessionRef(sid),
-          attempts: attempts.count,
-          first_attempt_at: new Date(attempts.first).toISOString(),
-          dead_at: new Date(now()).toISOString(),
-          last_outcome: outcome.outcome,
-        }),
-        DEAD_LETTER_RETENTION_MS,
-      );
-      await store.listPopIfHead(outbox, raw);
-      await store.del(keys.outboxAttempts(sid));
-      counters.deadLettered++;
-      log.error(
-        { event: event.id, type: event.type, attempts: attempts.count, outcome: outcome.outcome },
-        'event not delivered in time: moved to the dead letters',
-      );
+    const previous = await attemptsOf(sid, event.id);
+    const attempts: Attempts = {
+      id: event.id,
+      count: (previous?.count ?? 0) + 1,
+      first: previous?.first ?? now(),
+      outcome: outcome.outcome,
+    };
+    await store.set(keys.outboxAttempts(sid), JSON.stringify(attempts), OUTBOX_RETENTION_MS);
+    const windowLeft = (event.at ?? attempts.first) + giveUpMs - now();
+    if (windowLeft <= 0) {
+      await deadLetter(sid, raw, 'expired', outcome.outcome);
       return true;
     }
-    await store.set(keys.outboxAttempts(sid), JSON.stringify(attempts), OUTBOX_RETENTION_MS);
-    const wait = outcome.retryAfterMs ?? backoffMs(attempts.count, random());
-    await store.schedulePut(keys.eventsDue, sid, now() + wait);
+    // Tried again after the back-off, or when the window ends if that comes first.
+    const wait = Math.max(
+      1000,
+      Math.min(outcome.retryAfterMs ?? backoffMs(attempts.count, BACKOFF, random()), windowLeft),
+    );
+    await Promise.all([
+      // Kept alive while delivery is pending: a time to live never takes an event.
+      store.expire(keys.outbox(sid), OUTBOX_RETENTION_MS),
+      store.schedulePut(keys.eventsDue(eventShard(sid)), sid, now() + wait, {
+        keepMs: OUTBOX_RETENTION_MS,
+      }),
+    ]);
     log.warn(
       {
         event: event.id,
@@ -174,38 +238,96 @@ export function createDelivery(options: DeliveryOptions) {
     return false;
   }
 
-  /** Up to `perLease` events of one session, under its lease. */
-  async function drain(sid: string): Promise<void> {
-    const lease = keys.outboxLease(sid);
-    const token = `${owner}:${randomBytes(6).toString('hex')}`;
-    if (!(await store.setIfAbsent(lease, token, leaseMs))) return;
+  /** `work` under the session's lease; nothing when another instance holds it. */
+  async function leased(sid: string, work: () => Promise<void>): Promise<void> {
+    const lease = await leases.take(keys.outboxLease(sid), leaseMs);
+    if (!lease) return;
     try {
+      await work();
+    } finally {
+      await leases.release(lease);
+    }
+  }
+
+  /** Dead-letters the oldest events past the session's cap (under its lease). */
+  async function trimmed(sid: string): Promise<void> {
+    for (let n = 0; n < SHED_PER_LEASE; n++) {
+      if ((await store.listLength(keys.outbox(sid))) <= limits.perSession) return;
+      const head = await store.listHead(keys.outbox(sid));
+      if (head === null) return;
+      await deadLetter(sid, head, 'outbox_full', undefined);
+    }
+  }
+
+  /** Up to `perLease` attempts at one session's events, under its lease. */
+  async function drain(sid: string): Promise<void> {
+    const due = keys.eventsDue(eventShard(sid));
+    await leased(sid, async () => {
+      await trimmed(sid);
       for (let n = 0; n < perLease; n++) {
         const head = await store.listHead(keys.outbox(sid));
         if (head === null) {
-          await store.scheduleRemove(keys.eventsDue, sid);
+          await store.scheduleRemove(due, sid);
           // An event recorded between the read and the removal scheduled nothing (its session
           // was still there): look again after the removal.
           if ((await store.listLength(keys.outbox(sid))) > 0)
-            await store.schedulePut(keys.eventsDue, sid, now());
+            await store.schedulePut(due, sid, now(), { keepMs: OUTBOX_RETENTION_MS });
           return;
         }
         if (!(await deliverHead(sid, head))) return;
       }
-      await store.schedulePut(keys.eventsDue, sid, now());
-    } finally {
-      await store.deleteIfEquals(lease, token);
+      await store.schedulePut(due, sid, now(), { keepMs: OUTBOX_RETENTION_MS });
+    });
+  }
+
+  /** Events waiting in every outbox (the shards' counts; never below 0). */
+  async function waiting(): Promise<number> {
+    const counts = await Promise.all(
+      shards.map((shard) => store.get(keys.eventsBacklog(shard)).then(Number)),
+    );
+    return Math.max(
+      0,
+      counts.reduce((sum, count) => sum + count, 0),
+    );
+  }
+
+  let backlogCheckedAt = -Infinity;
+
+  /**
+   * Over the backlog's cap: the sessions first in the schedule (those waiting longest) give up
+   * their oldest events, as dead letters, until the backlog is back at the cap.
+   */
+  async function heldToCap(): Promise<void> {
+    if (now() - backlogCheckedAt < backlogCheckMs) return;
+    backlogCheckedAt = now();
+    let excess = (await waiting()) - limits.backlog;
+    for (const shard of shards) {
+      if (excess <= 0) return;
+      for (const sid of await store.scheduleDue(keys.eventsDue(shard), Infinity, batch)) {
+        if (excess <= 0) return;
+        await leased(sid, async () => {
+          for (let n = 0; n < SHED_PER_LEASE && excess > 0; n++) {
+            const head = await store.listHead(keys.outbox(sid));
+            if (head === null) return;
+            await deadLetter(sid, head, 'backlog_full', undefined);
+            excess--;
+          }
+        });
+      }
     }
   }
 
   let running: Promise<number> | null = null;
   let again = false;
 
-  /** One pass over the sessions due now; answers how many sessions it took. */
+  /** One pass over the sessions due now, shard by shard; answers how many sessions it took. */
   async function pass(): Promise<number> {
-    const due = await store.scheduleDue(keys.eventsDue, now(), batch);
-    await Promise.all(due.map((sid) => drain(sid)));
-    return due.length;
+    await heldToCap();
+    const due = await Promise.all(
+      shards.map((shard) => store.scheduleDue(keys.eventsDue(shard), now(), batch)),
+    );
+    await Promise.all(due.flat().map((sid) => drain(sid)));
+    return due.flat().length;
   }
 
   /** Passes until nothing more is due (single flight: a call during a pass asks for one more). */
@@ -233,55 +355,40 @@ export function createDelivery(options: DeliveryOptions) {
     return running;
   }
 
-  /** Schedules every outbox that is not (see DeliveryOptions.outboxes); answers how many it saw. */
-  async function sweep(): Promise<number> {
-    if (!options.outboxes) return 0;
-    let seen = 0;
-    for await (const sid of options.outboxes()) {
-      seen++;
-      await store.schedulePut(keys.eventsDue, sid, now(), { onlyIfAbsent: true });
-    }
-    return seen;
-  }
-  const sweepLogged = () =>
-    void sweep().catch((error: unknown) => log.warn({ err: error }, 'outbox sweep failed'));
+  const logged = (work: Promise<unknown>): void =>
+    void work.catch((error: unknown) => log.error({ err: error }, 'event delivery failed'));
 
   let timer: NodeJS.Timeout | undefined;
-  let sweeper: NodeJS.Timeout | undefined;
   return {
     counters,
+    limits,
     runOnce,
-    sweep,
     /** Polls every `pollMs` (the schedule is shared: any instance picks up any session). */
     start(pollMs = 1000): void {
-      if (options.outboxes && !sweeper) {
-        sweepLogged();
-        sweeper = setInterval(sweepLogged, options.sweepMs ?? 10 * 60_000).unref();
-      }
-      timer ??= setInterval(
-        () =>
-          void runOnce().catch((error: unknown) =>
-            log.error({ err: error }, 'event delivery failed'),
-          ),
-        pollMs,
-      ).unref();
+      timer ??= setInterval(() => logged(runOnce()), pollMs).unref();
     },
     /** Deliver now what this instance just recorded. */
     wake(): void {
-      void runOnce().catch((error: unknown) => log.error({ err: error }, 'event delivery failed'));
+      logged(runOnce());
+    },
+    /** The session's outbox is over its cap: its oldest events go to the dead letters now. */
+    async trim(sid: string): Promise<void> {
+      await leased(sid, () => trimmed(sid));
     },
     /** Stops polling and waits for the pass under way (its leases are released). */
     async stop(): Promise<void> {
       clearInterval(timer);
-      clearInterval(sweeper);
-      timer = sweeper = undefined;
+      timer = undefined;
       await running?.catch(() => undefined);
     },
-    /** What waits in the store, for the metrics: sessions with events due, dead letters. */
-    async backlog(): Promise<{ sessions: number; deadLetters: number }> {
+    /** What waits in the store, for the metrics: sessions due, events waiting, dead letters. */
+    async backlog(): Promise<{ sessions: number; events: number; deadLetters: number }> {
+      const sum = async (size: (shard: number) => Promise<number>) =>
+        (await Promise.all(shards.map(size))).reduce((total, each) => total + each, 0);
       return {
-        sessions: await store.scheduleSize(keys.eventsDue),
-        deadLetters: await store.listLength(keys.deadLetters),
+        sessions: await sum((shard) => store.scheduleSize(keys.eventsDue(shard))),
+        events: await waiting(),
+        deadLetters: await sum((shard) => store.logSize(keys.deadLetters(shard))),
       };
     },
   };

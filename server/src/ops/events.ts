@@ -1,55 +1,21 @@
-import type { DisconnectedReason } from '@baton/shared';
-import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { keys } from '../store/keys.ts';
-import type { OutboxWrite, Store } from '../store/types.ts';
-
 /**
- * Events for the integrator's systems (docs/events.md), shaped and signed by the Standard
- * Webhooks specification. Each is recorded in the session's outbox in the same store step as the
- * change it reports (Store.setVersioned / delRecording with an OutboxWrite), then delivered from
- * there (ops/event-delivery.ts). They carry ids, origins and reasons: never a token, a code, a
- * secret or a session handle.
+ * The events' outbox and their signing: each event of connections/events.ts is written to its
+ * session's outbox in the same store step as the change it reports, shaped and signed as Standard
+ * Webhooks says (docs/events.md), then delivered (ops/event-delivery.ts).
  */
-export interface EventConnection {
-  id: string;
-  api_origin: string;
-}
-
-export type BrokerEvent =
-  | { type: 'connection.created'; connection: EventConnection }
-  | { type: 'connection.reconnected'; connection: EventConnection }
-  | {
-      type: 'connection.disconnected';
-      connection: EventConnection & { reason: DisconnectedReason };
-    }
-  | { type: 'connection.removed'; connection: EventConnection }
-  | {
-      type: 'session.ended';
-      /** signed_out: the user signed out; revoked: an operator dropped it (admin CLI). */
-      reason: 'signed_out' | 'revoked';
-      /** The connections that ended with it. */
-      connections: string[];
-    };
-
-export type EventType = BrokerEvent['type'];
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { eventShard, keys } from '../store/keys.ts';
+import type { BrokerEvent, EventSink, EventType } from '../connections/events.ts';
+import type { Store } from '../store/types.ts';
 
 /** As stored in an outbox: the body is serialised once, so every attempt signs the same bytes. */
 export interface OutboxEntry {
   id: string;
   type: EventType;
   body: string;
+  /** When it was recorded (ms): its delivery window runs from then. Absent in entries of 0.1. */
+  at?: number;
 }
-
-/**
- * Where events go. `record` gives the entry to write with the change (null: events are off);
- * `recorded` is called once that write landed, so the session's outbox gets delivered.
- */
-export interface EventSink {
-  record(sid: string, event: BrokerEvent): OutboxWrite | null;
-  recorded(sid: string): Promise<void>;
-}
-
-export const noEvents: EventSink = { record: () => null, recorded: async () => {} };
 
 /**
  * A session's reference in events: stable for the session's life and the same in every event of
@@ -69,28 +35,73 @@ function payload(sid: string, event: BrokerEvent, at: number): string {
   return JSON.stringify({ type: event.type, timestamp: new Date(at).toISOString(), data });
 }
 
-/** How long an outbox outlives its last event: past the delivery window, with a day to spare. */
+/**
+ * How long an outbox (and its session's place in the schedule) lives after its last event or
+ * delivery attempt: past the delivery window, with a day to spare. Every attempt renews it, so
+ * whatever the window leaves is dead-lettered, never taken by a time to live.
+ */
 export const OUTBOX_RETENTION_MS = 48 * 3600 * 1000;
 
+/** The bounds on what waits for delivery (EVENTS_OUTBOX_MAX, EVENTS_BACKLOG_MAX...). */
+export interface EventLimits {
+  /** Events one session's outbox holds; past it, the oldest is dead-lettered (`outbox_full`). */
+  perSession: number;
+  /** Events waiting across every session; past it, the oldest are dead-lettered (`backlog_full`). */
+  backlog: number;
+  /** Dead letters kept (the oldest go first), and for how long. */
+  deadLetters: number;
+  deadLetterRetentionMs: number;
+}
+
+export const DEFAULT_EVENT_LIMITS: EventLimits = {
+  perSession: 100,
+  backlog: 100_000,
+  deadLetters: 50_000,
+  deadLetterRetentionMs: 30 * 24 * 3600 * 1000,
+};
+
+/**
+ * The outbox: each event is written to its session's outbox in the same store step as the change
+ * it reports. Before the change its session is put in the schedule (write-ahead), so that an
+ * instance that stops right after the change leaves it due, not forgotten; after it, the event is
+ * counted in the backlog, and an outbox past its cap is trimmed by the delivery (`onFull`).
+ */
 export function createOutbox(options: {
   store: Store;
   now: () => number;
+  limits?: EventLimits;
   /** Called after an event landed: this instance delivers it without waiting for its next poll. */
   wake?: () => void;
+  /** The session's outbox holds more than `limits.perSession` events. */
+  onFull?: (sid: string) => Promise<void>;
 }): EventSink {
   const { store, now } = options;
+  const limits = options.limits ?? DEFAULT_EVENT_LIMITS;
+  // An outbox already waiting (in back-off) keeps its time: order before speed.
+  const schedule = (sid: string) =>
+    store.schedulePut(keys.eventsDue(eventShard(sid)), sid, now(), {
+      onlyIfAbsent: true,
+      keepMs: OUTBOX_RETENTION_MS,
+    });
   return {
-    record(sid, event) {
+    async record(sid, event) {
+      await schedule(sid);
+      const at = now();
       const entry: OutboxEntry = {
         id: `msg_${randomBytes(16).toString('base64url')}`,
         type: event.type,
-        body: payload(sid, event, now()),
+        body: payload(sid, event, at),
+        at,
       };
       return { key: keys.outbox(sid), entry: JSON.stringify(entry), ttlMs: OUTBOX_RETENTION_MS };
     },
     async recorded(sid) {
-      // An outbox already waiting (in back-off) keeps its time: order before speed.
-      await store.schedulePut(keys.eventsDue, sid, now(), { onlyIfAbsent: true });
+      await Promise.all([
+        schedule(sid),
+        store.counterAdd(keys.eventsBacklog(eventShard(sid)), 1, OUTBOX_RETENTION_MS),
+      ]);
+      if ((await store.listLength(keys.outbox(sid))) > limits.perSession)
+        await options.onFull?.(sid);
       options.wake?.();
     },
   };

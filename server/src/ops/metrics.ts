@@ -1,14 +1,17 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { TokenCounters } from '../connections/refresh/service.ts';
-import { randomToken } from '../crypto.ts';
 import { keys } from '../store/keys.ts';
+import { createLeases, type Lease } from '../store/lease.ts';
 import type { Store } from '../store/types.ts';
-import type { DeliveryCounters } from './event-delivery.ts';
+import type { DeadLetterReason, DeliveryCounters } from './event-delivery.ts';
+import type { EventLimits } from './events.ts';
 
 /** The webhook delivery, as the metrics read it (ops/event-delivery.ts). */
 export interface EventsSource {
   counters: DeliveryCounters;
-  backlog(): Promise<{ sessions: number; deadLetters: number }>;
+  backlog(): Promise<{ sessions: number; events: number; deadLetters: number }>;
+  /** The caps the backlog is held to (EVENTS_OUTBOX_MAX, EVENTS_BACKLOG_MAX, ...). */
+  limits: EventLimits;
 }
 
 /** What the metrics read at scrape time: cheap counters kept elsewhere, and the index counts. */
@@ -48,7 +51,7 @@ const REFRESH_OUTCOMES = {
 /** What the access log tells the metrics of each answer. */
 export type Answered = (method: string, route: string, status: number, seconds: number) => void;
 
-export function createMetrics(options: { version?: string } = {}): Metrics {
+export function createMetrics(options: { version?: string; revision?: string } = {}): Metrics {
   const registry = new Registry();
   let sources: MetricsSources | undefined;
   // The process's own: CPU, memory, heap, event-loop delay, GC, handles (prom-client's names).
@@ -63,10 +66,17 @@ export function createMetrics(options: { version?: string } = {}): Metrics {
     registry.removeSingleMetric(name);
   new Gauge({
     name: 'baton_build_info',
-    help: 'Always 1: the running broker’s version and Node.js version, as labels.',
-    labelNames: ['version', 'nodejs_version'],
+    help: 'Always 1: the running broker’s version, git revision and Node.js version, as labels.',
+    labelNames: ['version', 'revision', 'nodejs_version'],
     registers: [registry],
-  }).set({ version: options.version ?? 'unknown', nodejs_version: process.version }, 1);
+  }).set(
+    {
+      version: options.version ?? 'unknown',
+      revision: options.revision ?? 'unknown',
+      nodejs_version: process.version,
+    },
+    1,
+  );
   /** Store-wide gauges come from one instance at a time (MetricsSources.reportsStoreWide). */
   const reportsStoreWide = async (): Promise<boolean> =>
     sources !== undefined && (await (sources.reportsStoreWide?.() ?? Promise.resolve(true)));
@@ -145,8 +155,9 @@ export function createMetrics(options: { version?: string } = {}): Metrics {
   });
 
   let events: EventsSource | undefined;
-  const seenEvents: Partial<Record<keyof DeliveryCounters, number>> = {};
-  const eventCounter = (name: string, help: string, field: keyof DeliveryCounters) =>
+  type Counted = 'delivered' | 'failedAttempts' | 'deadLettersDropped';
+  const seenEvents: Partial<Record<Counted, number>> = {};
+  const eventCounter = (name: string, help: string, field: Counted) =>
     new Counter({
       name,
       help,
@@ -168,14 +179,31 @@ export function createMetrics(options: { version?: string } = {}): Metrics {
     'Delivery attempts of this instance that failed (no answer, a timeout, or not 2xx): tried again later.',
     'failedAttempts',
   );
+  const seenDead: Partial<Record<DeadLetterReason, number>> = {};
+  new Counter({
+    name: 'baton_events_dead_lettered_total',
+    help: 'Events this instance set aside as dead letters (see `admin events`), by reason: expired (undelivered 24 h after they were recorded), outbox_full (past EVENTS_OUTBOX_MAX in one session), backlog_full (past EVENTS_BACKLOG_MAX in all).',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      if (!events) return;
+      for (const [reason, value] of Object.entries(events.counters.deadLettered) as [
+        DeadLetterReason,
+        number,
+      ][]) {
+        this.inc({ reason }, value - (seenDead[reason] ?? 0));
+        seenDead[reason] = value;
+      }
+    },
+  });
   eventCounter(
-    'baton_events_dead_lettered_total',
-    'Events this instance gave up on after the delivery window (see `admin events`).',
-    'deadLettered',
+    'baton_events_dead_letters_dropped_total',
+    'Dead letters this instance dropped to keep them within EVENTS_DEAD_LETTERS_MAX and their 30 days.',
+    'deadLettersDropped',
   );
   new Gauge({
     name: 'baton_events_backlog',
-    help: 'What waits in Redis, across every instance (reported by one instance at a time): sessions with events due, and dead letters.',
+    help: 'What waits in Redis, across every instance (reported by one instance at a time): sessions with events due, events waiting for delivery, and dead letters.',
     labelNames: ['kind'],
     registers: [registry],
     async collect() {
@@ -183,12 +211,26 @@ export function createMetrics(options: { version?: string } = {}): Metrics {
       if (!events) return;
       try {
         if (!(await reportsStoreWide())) return;
-        const { sessions, deadLetters } = await events.backlog();
+        const { sessions, events: waiting, deadLetters } = await events.backlog();
         this.set({ kind: 'sessions_due' }, sessions);
+        this.set({ kind: 'events' }, waiting);
         this.set({ kind: 'dead_letters' }, deadLetters);
       } catch {
         redisErrors.inc();
       }
+    },
+  });
+  new Gauge({
+    name: 'baton_events_limit',
+    help: 'The caps on what waits for delivery: events per session (outbox), events in all (backlog), dead letters kept.',
+    labelNames: ['kind'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (!events) return;
+      this.set({ kind: 'outbox' }, events.limits.perSession);
+      this.set({ kind: 'backlog' }, events.limits.backlog);
+      this.set({ kind: 'dead_letters' }, events.limits.deadLetters);
     },
   });
 
@@ -219,22 +261,24 @@ export function createMetrics(options: { version?: string } = {}): Metrics {
 
 /**
  * Whether this instance is the one reporting store-wide gauges: the holder of a lease in the
- * store, taken by whoever is scraped while it is free and kept by its holder's scrapes (a minute
- * unscraped and another takes over). Every instance would otherwise report the same totals.
+ * store (store/lease.ts), taken by whoever is scraped while it is free and renewed by its holder's
+ * scrapes (a minute unscraped and another takes over). Every instance would otherwise report the
+ * same totals.
  */
 export function storeWideReporter(store: Store) {
-  const me = randomToken(12);
+  const leases = createLeases(store);
   const LEASE_MS = 60_000;
+  let held: Lease | null = null;
   return {
     async reports(): Promise<boolean> {
-      if (await store.setIfAbsent(keys.metricsReporter, me, LEASE_MS)) return true;
-      if ((await store.get(keys.metricsReporter)) !== me) return false;
-      await store.expire(keys.metricsReporter, LEASE_MS);
-      return true;
+      if (held && (await leases.renew(held, LEASE_MS))) return true;
+      held = await leases.take(keys.metricsReporter, LEASE_MS);
+      return held !== null;
     },
     /** At shutdown: the next instance scraped takes over at once. */
     async release(): Promise<void> {
-      await store.deleteIfEquals(keys.metricsReporter, me);
+      if (held) await leases.release(held);
+      held = null;
     },
   };
 }

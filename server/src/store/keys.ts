@@ -12,10 +12,15 @@ export const keys = {
   outbox: (sid: string) => `baton:{${sid}}:outbox`,
   outboxLease: (sid: string) => `baton:{${sid}}:outbox:lease`,
   outboxAttempts: (sid: string) => `baton:{${sid}}:outbox:attempts`,
-  /** Sessions whose outbox is due for delivery, scored by when. */
-  eventsDue: 'baton:{events}:due',
-  /** Events given up on (ops/event-delivery.ts), for the admin CLI. */
-  deadLetters: 'baton:{events}:dead',
+  /**
+   * Sessions whose outbox is due for delivery, scored by when; the events waiting in them, counted;
+   * and the events given up on (ops/event-delivery.ts): each of these is spread over
+   * EVENT_SHARDS keys (eventShard), so no key holds every session's share and a Cluster spreads
+   * them over its masters.
+   */
+  eventsDue: (shard: number) => `baton:{events:${shard}}:due`,
+  eventsBacklog: (shard: number) => `baton:{events:${shard}}:backlog`,
+  deadLetters: (shard: number) => `baton:{events:${shard}}:dead`,
   handoff: (hash: string) => `baton:{handoff:${hash}}`,
   stateClaim: (hash: string) => `baton:{state:${hash}}`,
   /** Every connection in a status, scored by its record's expiry: the connections gauge. */
@@ -25,3 +30,40 @@ export const keys = {
   rateLimitPrefix: 'baton:ratelimit:',
   authSessionPrefix: 'baton:authsession:',
 } as const;
+
+/** What a session's key is, read back from its name (for the admin CLI's scans). */
+export type SessionKey =
+  | { kind: 'session'; sid: string }
+  | { kind: 'connection'; sid: string; id: string }
+  | { kind: 'outbox'; sid: string };
+
+const SESSION_KEY = /^baton:\{([A-Za-z0-9_-]+)\}:(session|outbox|connection:(.+))$/;
+
+/** The session key `key` names (its kind, session id, connection id), or null for any other. */
+export function parseSessionKey(key: string): SessionKey | null {
+  const match = SESSION_KEY.exec(key);
+  const [, sid, kind, id] = match ?? [];
+  if (sid === undefined || kind === undefined) return null;
+  if (id !== undefined) return { kind: 'connection', sid, id };
+  return kind === 'session' ? { kind: 'session', sid } : { kind: 'outbox', sid };
+}
+
+/** SCAN patterns for the session keys of each kind (on each master: a Cluster spreads them). */
+export const sessionKeyPatterns = {
+  session: 'baton:{*}:session',
+  connection: 'baton:{*}:connection:*',
+  outbox: 'baton:{*}:outbox',
+} as const;
+
+/** How many keys the event schedule, its count and the dead letters are each spread over. */
+export const EVENT_SHARDS = 16;
+
+const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+/**
+ * The event shard of session `sid` (a base64url SHA-256, so its first character is uniform): the
+ * same for every event of a session, so they keep their order.
+ */
+export function eventShard(sid: string): number {
+  return Math.max(0, BASE64URL.indexOf(sid.charAt(0))) % EVENT_SHARDS;
+}

@@ -4,7 +4,9 @@ type Entry =
   | { kind: 'list'; value: string[]; expiresAt: number }
   | { kind: 'string'; value: string; expiresAt: number }
   | { kind: 'versioned'; value: Versioned; expiresAt: number }
-  | { kind: 'set'; value: Set<string>; expiresAt: number };
+  | { kind: 'set'; value: Set<string>; expiresAt: number }
+  /** A log bounded by age and count (Store.logAdd): members and when each was added. */
+  | { kind: 'log'; value: Map<string, number>; expiresAt: number };
 
 /**
  * The embedded store: Redis's semantics in one process, for running Baton locally without Redis.
@@ -74,6 +76,12 @@ export function createMemoryStore(now: () => number = Date.now): Store {
       entries.delete(key);
       return true;
     },
+    async expireIfEquals(key, value, ttlMs) {
+      const entry = live(key);
+      if (entry?.kind !== 'string' || entry.value !== value) return false;
+      entry.expiresAt = now() + ttlMs;
+      return true;
+    },
     async getVersioned(key) {
       const entry = live(key);
       return entry?.kind === 'versioned' ? { ...entry.value } : null;
@@ -92,8 +100,10 @@ export function createMemoryStore(now: () => number = Date.now): Store {
       return true;
     },
     async delRecording(keys, outbox) {
+      const existed = keys[0] !== undefined && live(keys[0]) !== undefined;
       for (const key of keys) entries.delete(key);
-      push(outbox);
+      if (existed) push(outbox);
+      return existed;
     },
     async listPush(key, value, ttlMs) {
       push({ key, entry: value, ttlMs });
@@ -133,6 +143,41 @@ export function createMemoryStore(now: () => number = Date.now): Store {
     },
     async scheduleSize(key) {
       return schedules.get(key)?.size ?? 0;
+    },
+    async counterAdd(key, delta, ttlMs) {
+      const value = Number(stringAt(key) ?? 0) + delta;
+      entries.set(key, { kind: 'string', value: String(value), expiresAt: now() + ttlMs });
+      return value;
+    },
+    async logAdd(key, member, atMs, bounds) {
+      const entry = live(key);
+      const log = entry?.kind === 'log' ? entry.value : new Map<string, number>();
+      log.set(member, atMs);
+      // Oldest first: by age, then by count, as the Redis script drops them.
+      const sorted = [...log].sort(([a, x], [b, y]) => x - y || a.localeCompare(b));
+      const young = sorted.filter(([, at]) => at >= bounds.minAtMs);
+      const kept = new Set(young.slice(Math.max(0, young.length - bounds.maxCount)));
+      let dropped = 0;
+      for (const each of sorted) {
+        if (kept.has(each)) continue;
+        log.delete(each[0]);
+        dropped++;
+      }
+      const expiresAt = Math.max(now() + bounds.ttlMs, entry?.expiresAt ?? 0);
+      entries.set(key, { kind: 'log', value: log, expiresAt });
+      return dropped;
+    },
+    async logNewest(key, limit) {
+      const entry = live(key);
+      if (entry?.kind !== 'log') return [];
+      return [...entry.value]
+        .sort(([a, x], [b, y]) => y - x || b.localeCompare(a))
+        .slice(0, limit)
+        .map(([member]) => member);
+    },
+    async logSize(key) {
+      const entry = live(key);
+      return entry?.kind === 'log' ? entry.value.size : 0;
     },
     async setAdd(key, member, ttlMs) {
       const entry = live(key);

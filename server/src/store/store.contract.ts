@@ -84,6 +84,17 @@ export function storeContract(
       expect(await store.get(k)).toBeNull();
     });
 
+    it('renews a lease only for its owner', async () => {
+      const { store, advance } = setup();
+      const k = key('lease');
+      await store.set(k, 'owner-1', 50);
+      expect(await store.expireIfEquals(k, 'owner-2', 10_000)).toBe(false);
+      expect(await store.expireIfEquals(k, 'owner-1', 10_000)).toBe(true);
+      await advance(60);
+      expect(await store.get(k)).toBe('owner-1');
+      expect(await store.expireIfEquals(key('absent'), 'owner-1', 10_000)).toBe(false);
+    });
+
     it('writes a versioned record only over the version it read', async () => {
       const { store } = setup();
       const k = key('v');
@@ -157,9 +168,57 @@ export function storeContract(
       ).toBe(true);
       expect(await store.listRange(outbox, 0, -1)).toEqual(['e1', 'e2']);
 
-      await store.delRecording([record], { key: outbox, entry: 'e3', ttlMs: 10_000 });
+      expect(await store.delRecording([record], { key: outbox, entry: 'e3', ttlMs: 10_000 })).toBe(
+        true,
+      );
       expect(await store.getVersioned(record)).toBeNull();
       expect(await store.listLength(outbox)).toBe(3);
+    });
+
+    it('records a deletion’s event once: only the deletion that found the key', async () => {
+      const { store } = setup();
+      const tag = Math.random().toString(36).slice(2);
+      const [record, lock, outbox] = [
+        `contract:{${tag}}:record`,
+        `contract:{${tag}}:lock`,
+        `contract:{${tag}}:outbox`,
+      ];
+      await store.setVersioned(record, 0, 'v1', 10_000);
+      await store.set(lock, 'held', 10_000);
+      const recorded = await Promise.all(
+        Array.from({ length: 20 }, (_, n) =>
+          store.delRecording([record, lock], { key: outbox, entry: `e${n}`, ttlMs: 10_000 }),
+        ),
+      );
+      expect(recorded.filter(Boolean)).toHaveLength(1);
+      expect(await store.listLength(outbox)).toBe(1);
+      expect(await store.get(lock)).toBeNull();
+    });
+
+    it('adds to a counter that starts at zero', async () => {
+      const { store } = setup();
+      const k = key('counter');
+      expect(await store.counterAdd(k, 1, 10_000)).toBe(1);
+      expect(await store.counterAdd(k, 2, 10_000)).toBe(3);
+      expect(await store.counterAdd(k, -4, 10_000)).toBe(-1);
+      expect(await store.get(k)).toBe('-1');
+    });
+
+    it('keeps a log bounded by age and count, newest first', async () => {
+      const { store } = setup();
+      const k = key('log');
+      const bounds = (minAtMs: number) => ({ maxCount: 3, minAtMs, ttlMs: 10_000 });
+      expect(await store.logAdd(k, 'a', 1000, bounds(0))).toBe(0);
+      expect(await store.logAdd(k, 'b', 2000, bounds(0))).toBe(0);
+      expect(await store.logAdd(k, 'c', 3000, bounds(0))).toBe(0);
+      // Over the count: the oldest goes.
+      expect(await store.logAdd(k, 'd', 4000, bounds(0))).toBe(1);
+      expect(await store.logNewest(k, 10)).toEqual(['d', 'c', 'b']);
+      // Older than the bound: gone, whatever the count.
+      expect(await store.logAdd(k, 'e', 5000, bounds(3500))).toBe(2);
+      expect(await store.logNewest(k, 1)).toEqual(['e']);
+      expect(await store.logSize(k)).toBe(2);
+      expect(await store.logSize(key('none'))).toBe(0);
     });
 
     it('pops a list’s head only while it is still the head', async () => {

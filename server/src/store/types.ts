@@ -18,6 +18,8 @@ export interface Store {
   expire(key: string, ttlMs: number): Promise<void>;
   /** Delete only while the key still holds `value` (a lock released by its owner only). */
   deleteIfEquals(key: string, value: string): Promise<boolean>;
+  /** A new time to live only while the key still holds `value` (a lease renewed by its owner). */
+  expireIfEquals(key: string, value: string, ttlMs: number): Promise<boolean>;
   /**
    * A record with a version, for compare-and-set writes; from the store itself unless `cached`.
    * `cached` may answer from an in-process copy that Redis invalidates (client-side caching): a
@@ -38,8 +40,12 @@ export interface Store {
     ttlMs: number,
     outbox?: OutboxWrite,
   ): Promise<boolean>;
-  /** Delete `keys` and append `outbox`'s entry in one step (all on the outbox's slot). */
-  delRecording(keys: readonly string[], outbox: OutboxWrite): Promise<void>;
+  /**
+   * Delete `keys` and, only when the first of them existed, append `outbox`'s entry, in one step
+   * (all on the outbox's slot): of concurrent deletions, exactly one records its event. True when
+   * it did.
+   */
+  delRecording(keys: readonly string[], outbox: OutboxWrite): Promise<boolean>;
   /** Append to a list; the list then lives at least `ttlMs` (it is never shortened). */
   listPush(key: string, value: string, ttlMs: number): Promise<void>;
   listHead(key: string): Promise<string | null>;
@@ -50,18 +56,35 @@ export interface Store {
   listLength(key: string): Promise<number>;
   /**
    * A schedule: members each due at a time, in milliseconds on the caller's clock (so a test's
-   * clock drives it). `onlyIfAbsent` keeps a member's time if it already has one.
+   * clock drives it). `onlyIfAbsent` keeps a member's time if it already has one; the schedule
+   * then lives at least `keepMs` (default: no time to live is set).
    */
   schedulePut(
     key: string,
     member: string,
     atMs: number,
-    options?: { onlyIfAbsent?: boolean },
+    options?: { onlyIfAbsent?: boolean; keepMs?: number },
   ): Promise<void>;
-  /** Up to `limit` members due at `atMs` or before, earliest first. */
+  /** Up to `limit` members due at `atMs` (Infinity: any time) or before, earliest first. */
   scheduleDue(key: string, atMs: number, limit: number): Promise<string[]>;
   scheduleRemove(key: string, member: string): Promise<void>;
   scheduleSize(key: string): Promise<number>;
+  /** Add `delta` to a counter (absent: 0) that then lives `ttlMs`; answers the new value. */
+  counterAdd(key: string, delta: number, ttlMs: number): Promise<number>;
+  /**
+   * A log bounded by age and count: `member` (unique) added at `atMs`, then members older than
+   * `bounds.minAtMs` and the oldest beyond `bounds.maxCount` dropped; the log lives at least
+   * `bounds.ttlMs`. Answers how many were dropped.
+   */
+  logAdd(
+    key: string,
+    member: string,
+    atMs: number,
+    bounds: { maxCount: number; minAtMs: number; ttlMs: number },
+  ): Promise<number>;
+  /** Up to `limit` members of a log, newest first. */
+  logNewest(key: string, limit: number): Promise<string[]>;
+  logSize(key: string): Promise<number>;
   setAdd(key: string, member: string, ttlMs: number): Promise<void>;
   setRemove(key: string, member: string): Promise<void>;
   setMembers(key: string): Promise<string[]>;

@@ -1,10 +1,9 @@
-import { randomToken } from '../../crypto.ts';
+import { createLeases, type Lease } from '../../store/lease.ts';
 import type { Store } from '../../store/types.ts';
 
 /** A refresh lock this process took; `kept` hands its release to a write still to come. */
-export interface Lease {
-  readonly key: string;
-  readonly owner: string;
+export interface HeldLock {
+  readonly lease: Lease;
   kept: boolean;
 }
 
@@ -20,24 +19,24 @@ export interface RefreshLockDeps {
 const POLL_MS = 10;
 
 /**
- * The cross-instance refresh lock of one connection: `SET NX PX` with an owner token, released by
- * compare-and-delete, so only its owner releases it and a holder that dies leaves a lease that runs
- * out on its own.
+ * The cross-instance refresh lock of one connection: a lease (store/lease.ts) that outlives the
+ * token request it guards, and a wait for whoever holds it.
  */
 export function createRefreshLock(deps: RefreshLockDeps) {
-  const { store, leaseMs } = deps;
+  const { leaseMs } = deps;
+  const leases = createLeases(deps.store);
   return {
     leaseMs,
 
-    /** The lease, or null when another holder has it. */
-    async acquire(key: string): Promise<Lease | null> {
-      const owner = randomToken(16);
-      return (await store.setIfAbsent(key, owner, leaseMs)) ? { key, owner, kept: false } : null;
+    /** The lock, or null when another holder has it. */
+    async acquire(key: string): Promise<HeldLock | null> {
+      const lease = await leases.take(key, leaseMs);
+      return lease ? { lease, kept: false } : null;
     },
 
-    /** Release a lease still ours (a lease that ran out and was taken by another stays theirs). */
-    async release(lease: Lease): Promise<void> {
-      await store.deleteIfEquals(lease.key, lease.owner);
+    /** Release a lock still ours (one that ran out and was taken by another stays theirs). */
+    async release(held: HeldLock): Promise<void> {
+      await leases.release(held.lease);
     },
 
     /**
@@ -45,7 +44,7 @@ export function createRefreshLock(deps: RefreshLockDeps) {
      * `deadline` passed first.
      */
     async released(key: string, deadline: number): Promise<boolean> {
-      while ((await store.get(key)) !== null) {
+      while (await leases.held(key)) {
         if (deps.now() > deadline) return false;
         await deps.sleep(POLL_MS);
       }

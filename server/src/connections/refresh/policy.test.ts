@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ConnectionRecord } from '../records.ts';
-import { backoffMs, mayRefreshOnRejection, shouldRefresh } from './policy.ts';
+import { mayRefreshOnRejection, refreshBackoffMs, shouldRefresh } from './policy.ts';
 
 const NOW = 1_700_000_000_000;
 const AHEAD = 300_000;
@@ -36,16 +36,16 @@ describe('shouldRefresh', () => {
   });
 });
 
-describe('backoffMs', () => {
+describe('refreshBackoffMs', () => {
   it.each([
     [1, undefined, 1000],
     [2, undefined, 2000],
     [3, undefined, 4000],
     [10, undefined, 60_000],
-    [1, 30, 30_000],
-    [7, 5, 60_000],
+    [1, 30_000, 30_000],
+    [7, 5000, 60_000],
   ])('after %s failures with Retry-After %s waits %s ms', (attempts, retryAfter, expected) => {
-    expect(backoffMs(attempts, retryAfter)).toBe(expected);
+    expect(refreshBackoffMs(attempts, retryAfter)).toBe(expected);
   });
 });
 
@@ -58,12 +58,18 @@ describe('mayRefreshOnRejection', () => {
     tokens: { accessToken: 'a', refreshToken: 'r', expiresAt: 3_600_000 },
   };
   it.each([
-    ['never refreshed', undefined, 1000, true],
-    ['refreshed just now', 1000, 1000, false],
-    ['refreshed 59 s ago', 1000, 60_000, false],
-    ['refreshed 60 s ago', 1000, 61_000, true],
-  ])('%s: %s', (_name, refreshedAt, now, expected) => {
-    const record = refreshedAt === undefined ? base : { ...base, refreshedAt };
+    ['no refresh ever failed to cure a 401', undefined, 1000, true],
+    ['a refresh failed to cure a 401 just now', 1000, 1000, false],
+    ['a refresh failed to cure a 401 59 s ago', 1000, 60_000, false],
+    ['a refresh failed to cure a 401 60 s ago', 1000, 61_000, true],
+  ])('%s: %s', (_name, uncuredAt, now, expected) => {
+    const record = uncuredAt === undefined ? base : { ...base, uncuredAt };
     expect(mayRefreshOnRejection(record, now, 60_000)).toBe(expected);
+  });
+
+  it('a refresh that succeeded a moment ago does not hold back the next 401', () => {
+    // The provider may expire or revoke a token at any time: its rule is refresh once and retry.
+    const refreshed = { ...base, tokens: { ...base.tokens!, expiresAt: 3_600_000 + 1000 } };
+    expect(mayRefreshOnRejection(refreshed, 1000, 60_000)).toBe(true);
   });
 });

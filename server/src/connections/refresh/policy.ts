@@ -1,3 +1,4 @@
+import { backoffMs, type BackoffShape } from '../../base/backoff.ts';
 import type { ConnectionRecord } from '../records.ts';
 
 /**
@@ -53,20 +54,25 @@ export function stillUsable(record: ConnectionRecord, reason: RefreshReason, now
 }
 
 /**
- * Whether an upstream 401 to this record's access token may trigger a refresh: not within
- * `minIntervalMs` of its last successful refresh, so that a path that always answers 401 cannot
- * turn the broker into a refresh pump under the shared client secret. Pure.
+ * Whether an upstream 401 to this record's access token may trigger a refresh (the provider's rule:
+ * on a 401, refresh once and retry). Always, unless a refresh lately failed to cure a 401 of this
+ * connection (`uncuredAt`: the retry with the new token was refused too): that 401 is about the
+ * path, not the token, and for `holdMs` after it further 401s are passed on as the license API's
+ * answer, so that a path that always answers 401 cannot turn the broker into a refresh pump under
+ * the shared client secret. Pure.
  */
 export function mayRefreshOnRejection(
   record: ConnectionRecord,
   now: number,
-  minIntervalMs: number,
+  holdMs: number,
 ): boolean {
-  return record.refreshedAt === undefined || now - record.refreshedAt >= minIntervalMs;
+  return record.uncuredAt === undefined || now - record.uncuredAt >= holdMs;
 }
 
-/** Exponential back-off after transient refresh failures: 1 s, 2 s, 4 s … capped at 60 s. */
-export function backoffMs(attempts: number, retryAfterSeconds?: number): number {
-  const exponential = Math.min(1000 * 2 ** Math.max(0, attempts - 1), 60_000);
-  return Math.max(exponential, (retryAfterSeconds ?? 0) * 1000);
+/** Refreshes back off from 1 s after a transient failure, doubling to a minute (base/backoff.ts). */
+export const REFRESH_BACKOFF: BackoffShape = { firstMs: 1000, maxMs: 60_000 };
+
+/** The wait after `attempts` transient failures, or what the provider asked for if longer. */
+export function refreshBackoffMs(attempts: number, retryAfterMs?: number): number {
+  return Math.max(backoffMs(attempts, REFRESH_BACKOFF), retryAfterMs ?? 0);
 }

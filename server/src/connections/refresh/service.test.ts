@@ -1,4 +1,4 @@
-import type { EventSink } from '../../ops/events.ts';
+import type { EventSink } from '../events.ts';
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
 import {
@@ -6,7 +6,7 @@ import {
   type ConnectionRecord,
   type LoadedConnection,
 } from '../records.ts';
-import { createSealer, parseKeyring } from '../../crypto.ts';
+import { createSealer, parseKeyring } from '../../base/crypto.ts';
 import { keys } from '../../store/keys.ts';
 import { ProviderError, type Provider, type TokenSet } from '../../oauth/provider.ts';
 import { createMemoryStore } from '../../store/memory.ts';
@@ -193,7 +193,11 @@ function instances(count: number, startAt = NOW) {
   const calls: string[] = [];
   /** Events land in a list of the store, with the write that reports them. */
   const sink: EventSink = {
-    record: (_sid, event) => ({ key: 'outbox', entry: JSON.stringify(event), ttlMs: 60_000 }),
+    record: async (_sid, event) => ({
+      key: 'outbox',
+      entry: JSON.stringify(event),
+      ttlMs: 60_000,
+    }),
     recorded: async () => {},
   };
   const events = async () =>

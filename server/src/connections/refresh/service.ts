@@ -1,16 +1,16 @@
-import { inSpan } from '../../tracing.ts';
+import { inSpan } from '../../base/tracing.ts';
 import type { Logger } from 'pino';
 import type { ConnectionRecord, ConnectionRepository, LoadedConnection } from '../records.ts';
-import { BrokerError, notFound } from '../../errors.ts';
+import { BrokerError, notFound } from '../../base/errors.ts';
 import { keys } from '../../store/keys.ts';
 import { ProviderError, type Provider } from '../../oauth/provider.ts';
 import { isStoreDown } from '../../store/errors.ts';
 import type { Store } from '../../store/types.ts';
-import { createRefreshLock, type Lease } from './lock.ts';
+import { createRefreshLock, type HeldLock } from './lock.ts';
 import {
-  backoffMs,
-  mayRefreshOnRejection,
+  mayRefreshOnRejection as refreshOnRejection,
   PROACTIVE,
+  refreshBackoffMs,
   stillNeeded,
   stillUsable,
   type RefreshReason,
@@ -24,7 +24,7 @@ export interface TokenServiceDeps {
   sleep: (ms: number) => Promise<void>;
   log: Logger;
   refreshAheadMs: number;
-  /** See mayRefreshOnRejection (default 0: always). */
+  /** How long 401s are passed on after a refresh did not cure one (mayRefreshOnRejection). */
   refreshMinIntervalMs?: number;
   /** Bound on one token request. */
   tokenTimeoutMs: number;
@@ -80,6 +80,8 @@ export function createTokenService(deps: TokenServiceDeps) {
     lost: 0,
   };
 
+  const mayRefreshOnRejection = (record: ConnectionRecord): boolean =>
+    refreshOnRejection(record, now(), deps.refreshMinIntervalMs ?? 0);
   const needed = (current: LoadedConnection, reason: RefreshReason): boolean =>
     stillNeeded(current.record, reason, now(), deps.refreshAheadMs);
 
@@ -149,7 +151,7 @@ export function createTokenService(deps: TokenServiceDeps) {
     sid: string,
     id: string,
     reason: RefreshReason,
-    lease: Lease,
+    lease: HeldLock,
   ): Promise<LoadedConnection> {
     const current = await loadOrNotFound(sid, id);
     const { tokens } = current.record;
@@ -174,10 +176,10 @@ export function createTokenService(deps: TokenServiceDeps) {
     current: LoadedConnection,
     tokens: NonNullable<ConnectionRecord['tokens']>,
     backoff: Backoff | null,
-    lease: Lease,
+    lease: HeldLock,
   ): Promise<LoadedConnection> {
     const { id } = current.record;
-    const next: ConnectionRecord = { ...current.record, tokens, refreshedAt: now() };
+    const next: ConnectionRecord = { ...current.record, tokens };
     delete next.refreshLost;
     const saved = await connections.save(sid, next, current.version).catch((error: unknown) => {
       if (isStoreDown(error)) {
@@ -237,7 +239,7 @@ export function createTokenService(deps: TokenServiceDeps) {
     sid: string,
     record: ConnectionRecord,
     version: number,
-    lease: Lease,
+    lease: HeldLock,
   ): Promise<void> {
     for (let attempt = 0; attempt < Math.ceil(lock.leaseMs / STORE_RETRY_MS); attempt++) {
       await deps.sleep(STORE_RETRY_MS);
@@ -282,7 +284,7 @@ export function createTokenService(deps: TokenServiceDeps) {
       return needed(latest, reason) ? fallBack(latest, now() + 1000, reason) : latest;
     }
     const attempts = (backoff?.attempts ?? 0) + 1;
-    const until = now() + backoffMs(attempts, error.retryAfter);
+    const until = now() + refreshBackoffMs(attempts, error.retryAfterMs);
     await store.set(
       keys.backoff(sid, record.id),
       JSON.stringify({ until, attempts } satisfies Backoff),
@@ -374,8 +376,23 @@ export function createTokenService(deps: TokenServiceDeps) {
     },
 
     /** Whether an upstream 401 to `record`'s access token may refresh it (else pass the 401 on). */
-    mayRefreshOnRejection: (record: ConnectionRecord): boolean =>
-      mayRefreshOnRejection(record, now(), deps.refreshMinIntervalMs ?? 0),
+    mayRefreshOnRejection,
+
+    /**
+     * A refresh did not cure a 401: the retry with `loaded`'s new token was refused too. The 401
+     * is about the path, not the token: for the budget's window, further 401s of this connection
+     * are passed on (mayRefreshOnRejection). A versioned write; whoever wrote first (another call
+     * held it back, or refreshed) wins.
+     */
+    async uncured(sid: string, loaded: LoadedConnection): Promise<void> {
+      if (!mayRefreshOnRejection(loaded.record)) return;
+      const next: ConnectionRecord = { ...loaded.record, uncuredAt: now() };
+      if (await connections.save(sid, next, loaded.version))
+        log.warn(
+          { connection: loaded.record.id, holdMs: deps.refreshMinIntervalMs ?? 0 },
+          'a refresh did not cure a 401 from the license API: its 401s are passed on for a while',
+        );
+    },
 
     usable,
   };

@@ -7,8 +7,8 @@ import {
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import type { Logger } from 'pino';
 import { checkApiUrl } from '../../oauth/allowlist.ts';
-import type { Config } from '../../config.ts';
-import { hashToken, randomToken, safeEqual } from '../../crypto.ts';
+import type { Config } from '../../config/config.ts';
+import { hashToken, randomToken, safeEqual } from '../../base/crypto.ts';
 import {
   FLOW_TTL_MS,
   livePending,
@@ -88,7 +88,7 @@ export function authRouter(deps: AuthDeps): Router {
     res.json(answer);
   });
 
-  router.get('/auth/start', async (req, res) => {
+  router.get(routes.authStart, async (req, res) => {
     const parsed = authStartQuerySchema.safeParse({
       locale: req.query.locale,
       redirect_uri: req.query.redirect_uri,
@@ -113,11 +113,11 @@ export function authRouter(deps: AuthDeps): Router {
     req.session.flows = [...pendingOf(req), flow].slice(-MAX_PENDING_FLOWS);
     await saveSession(req);
 
-    const authorize = new URL(`${config.authUrl}/${query.locale}/api/oauth2/authorize`);
+    const authorize = new URL(`${config.provider.authUrl}/${query.locale}/api/oauth2/authorize`);
     authorize.search = new URLSearchParams({
-      client_id: config.clientId,
+      client_id: config.provider.clientId,
       response_type: 'code',
-      redirect_uri: config.redirectUri,
+      redirect_uri: config.provider.redirectUri,
       state: flow.state,
     }).toString();
     res.redirect(302, authorize.href);
@@ -144,7 +144,7 @@ export function authRouter(deps: AuthDeps): Router {
     res.redirect(302, target.href);
   };
 
-  router.get('/auth/callback', async (req, res) => {
+  router.get(routes.authCallback, async (req, res) => {
     const pending = pendingOf(req);
     const latest = pending.at(-1);
     const state = single(req, 'state');
@@ -173,7 +173,7 @@ export function authRouter(deps: AuthDeps): Router {
 
     const rawApiUrl = single(req, 'api_url');
     const apiUrl =
-      rawApiUrl === undefined ? undefined : checkApiUrl(rawApiUrl, config.apiUrlAllowlist);
+      rawApiUrl === undefined ? undefined : checkApiUrl(rawApiUrl, config.provider.apiUrlAllowlist);
     if (apiUrl === undefined) {
       log.warn('authorization callback with an api_url outside the allowlist');
       return backToExtension(res, flow, { error: 'invalid_api_url' });
@@ -197,7 +197,7 @@ export function authRouter(deps: AuthDeps): Router {
 
   // Errors in the authorization window are pages, not JSON.
   router.use(
-    ['/auth/start', '/auth/callback'],
+    [routes.authStart, routes.authCallback],
     (error: unknown, req: Request, res: Response, next: NextFunction) => {
       if (res.headersSent) return next(error);
       if (isStoreDown(error)) {

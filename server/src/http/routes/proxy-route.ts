@@ -1,21 +1,17 @@
-import { PROXY_METHODS } from '@baton/shared';
+import { PROXY_METHODS, routeTemplates } from '@baton/shared';
 import express, { type Request, type Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Logger } from 'pino';
-import type { Dispatcher } from 'undici';
 import type { Track } from '../access-log.ts';
-import { BrokerError } from '../../errors.ts';
-import { createProxy } from '../../connections/proxy.ts';
+import { BrokerError } from '../../base/errors.ts';
+import { createProxy, type ProxyDeps } from '../../connections/proxy.ts';
 import type { TokenService } from '../../connections/refresh/service.ts';
 import type { ConnectionLoader } from '../../connections/loader.ts';
 import type { RequireSid } from '../session-auth.ts';
 
-export interface ProxyRouteDeps {
+export interface ProxyRouteDeps extends ProxyDeps {
   requireSid: RequireSid;
   loadConnection: ConnectionLoader;
   tokens: TokenService;
-  dispatcher: Dispatcher;
-  log: Logger;
   /** The access log and metrics, as for every other route. */
   track: Track;
   /** The headers every answer carries. */
@@ -25,7 +21,7 @@ export interface ProxyRouteDeps {
 }
 
 /** The route's template, as the metrics name it. */
-const PROXY_ROUTE = '/connections/:id/api/{*path}';
+const PROXY_ROUTE = routeTemplates.proxy;
 const routeName = (): string => PROXY_ROUTE;
 /**
  * The route, the one place it is written as a pattern: the connection id (still encoded), the
@@ -45,7 +41,7 @@ export type ProxyMatch = RegExpExecArray;
  */
 export function proxyRoute(deps: ProxyRouteDeps) {
   const { requireSid, loadConnection, tokens, track, prepare, fail } = deps;
-  const proxy = createProxy({ dispatcher: deps.dispatcher, log: deps.log });
+  const proxy = createProxy(deps);
   const raw = express.raw({ type: () => true, limit: '1mb' });
 
   /** The request body (up to 1 MB), or null when it has none. */

@@ -43,12 +43,18 @@ export function trackedAnswers(client: RedisClient): TrackedAnswers | undefined 
     : undefined;
 }
 
-/** A standalone node-redis client, set up to fail fast. */
-export function createRedisClient(url: string, cacheEntries = 0) {
-  return createClient({ url, ...FAIL_FAST, ...cacheOptions(cacheEntries, false) });
+type Credentials = { username?: string | undefined; password?: string | undefined };
+
+/** A standalone node-redis client, set up to fail fast (credentials in `url` win over `of`'s). */
+export function createRedisClient(url: string, cacheEntries = 0, of: Credentials = {}) {
+  return createClient({
+    url,
+    ...credentials(of),
+    ...FAIL_FAST,
+    ...cacheOptions(cacheEntries, false),
+  });
 }
 
-type Credentials = { username?: string | undefined; password?: string | undefined };
 const credentials = (of: Credentials) => ({
   ...(of.username === undefined ? {} : { username: of.username }),
   ...(of.password === undefined ? {} : { password: of.password }),
@@ -86,7 +92,13 @@ export function createClusterClient(
 
 /** Where the broker's Redis is: one server, a Sentinel-watched master, or a Cluster. */
 export type RedisTopology =
-  | { mode: 'standalone'; url: string }
+  | {
+      mode: 'standalone';
+      url: string;
+      /** REDIS_USERNAME and REDIS_PASSWORD, when the URL holds no credentials of its own. */
+      username?: string | undefined;
+      password?: string | undefined;
+    }
   | {
       mode: 'sentinel';
       masterName: string;
@@ -190,7 +202,7 @@ export function parseClusterNodes(value: string): string[] {
 export function createRedis(topology: RedisTopology, options: RedisOptions): Redis {
   switch (topology.mode) {
     case 'standalone':
-      return standalone(createRedisClient(topology.url, options.cacheEntries));
+      return standalone(createRedisClient(topology.url, options.cacheEntries, topology));
     case 'sentinel': {
       const client = createSentinelClient(topology, options.cacheEntries);
       return {

@@ -17,11 +17,38 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 if KEYS[2] then push(2, 4) end
 return 1`;
 
-/** Deletes every key but the last, and appends to the last (an outbox) in the same step. */
+/**
+ * Deletes every key but the last and, only when the first existed, appends to the last (an outbox)
+ * in the same step: concurrent deletions record one event.
+ */
 const DEL_RECORDING = `${PUSH}
-for i = 1, #KEYS - 1 do redis.call('DEL', KEYS[i]) end
+if redis.call('DEL', KEYS[1]) == 0 then return 0 end
+for i = 2, #KEYS - 1 do redis.call('DEL', KEYS[i]) end
 push(#KEYS, 1)
 return 1`;
+
+/** ZADD (NX when ARGV[3] is 1), then the schedule lives at least ARGV[4] ms (0: as it was). */
+const SCHEDULE_PUT = `
+if ARGV[3] == '1' then redis.call('ZADD', KEYS[1], 'NX', ARGV[1], ARGV[2])
+else redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2]) end
+local keep = tonumber(ARGV[4])
+if keep > 0 and redis.call('PTTL', KEYS[1]) < keep then redis.call('PEXPIRE', KEYS[1], keep) end
+return 1`;
+
+const COUNTER_ADD = `
+local value = redis.call('INCRBY', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return value`;
+
+/** ARGV: member, at, max count, min at, ttl. Answers how many members were dropped. */
+const LOG_ADD = `
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+local dropped = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])
+local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[3])
+if over > 0 then dropped = dropped + redis.call('ZREMRANGEBYRANK', KEYS[1], 0, over - 1) end
+local ttl = tonumber(ARGV[5])
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+return dropped`;
 
 const LIST_PUSH = `${PUSH}
 push(1, 1)
@@ -33,6 +60,10 @@ return 0`;
 
 const DELETE_IF_EQUALS = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+const EXPIRE_IF_EQUALS = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0`;
 
 const SET_ADD = `
@@ -139,17 +170,25 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     clock() - (answeredAt.get(redis.nodeOf(key)) ?? -Infinity) < LIVENESS_MS;
   /**
    * A tracked read: the kept answer while Redis vouches for this process (its invalidations still
-   * arrive), else Redis's own, kept for next time. Absent keys are not kept: a caller trying
-   * unknown tokens must not crowd out the live ones.
+   * arrive), else Redis's own, kept for next time. A key not known to exist (the first read of a
+   * session, or an unknown token's) is read `untracked` when there is such a read, and nothing is
+   * kept: Redis would otherwise remember every unknown token's key for good. Absent keys are never
+   * kept: a caller trying unknown tokens must not crowd out the live ones.
    */
   const tracked = async <T extends NonNullable<unknown>>(
     key: string,
     options: { cached?: boolean },
     read: () => Promise<T | null>,
+    untracked?: () => Promise<T | null>,
   ): Promise<T | null> => {
     if (!answers || options.cached !== true || !vouched(key)) return guard(read);
     const kept = answers.recall(key);
     if (kept !== undefined) return kept as T;
+    if (untracked && !answers.known(key)) {
+      const answer = await guard(untracked);
+      if (answer !== null) answers.found(key);
+      return answer;
+    }
     const epoch = answers.epoch;
     const answer = await guard(read);
     if (answer !== null) answers.remember(key, answer, epoch);
@@ -178,6 +217,8 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
         key,
         options,
         async () => (await redis.sendCommand(key, ['GET', key])) as string | null,
+        // GETEX without options changes nothing, and Redis tracks no key a write command reads.
+        async () => (await redis.sendCommand(key, ['GETEX', key])) as string | null,
       ),
     set: async (key, value, ttlMs) => {
       await guard(() => client.set(key, value, { expiration: { type: 'PX', value: ttlMs } }));
@@ -203,6 +244,8 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
       await replicated(key);
     },
     deleteIfEquals: async (key, value) => (await script(DELETE_IF_EQUALS, [key], [value])) === 1,
+    expireIfEquals: async (key, value, ttlMs) =>
+      (await script(EXPIRE_IF_EQUALS, [key], [value, String(ttlMs)])) === 1,
     getVersioned: (key, options = {}) =>
       tracked(key, options, async () => {
         const [version, value] = (await redis.sendCommand(key, ['HMGET', key, 'v', 'd'])) as (
@@ -225,8 +268,14 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
       return written;
     },
     delRecording: async (keys, outbox) => {
-      await script(DEL_RECORDING, [...keys, outbox.key], [outbox.entry, String(outbox.ttlMs)]);
-      await replicated(outbox.key);
+      const recorded =
+        (await script(
+          DEL_RECORDING,
+          [...keys, outbox.key],
+          [outbox.entry, String(outbox.ttlMs)],
+        )) === 1;
+      if (recorded) await replicated(outbox.key);
+      return recorded;
     },
     listPush: async (key, value, ttlMs) => {
       await script(LIST_PUSH, [key], [value, String(ttlMs)]);
@@ -246,14 +295,15 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     ],
     listLength: async (key) => Number(await guard(() => redis.sendCommand(key, ['LLEN', key]))),
     schedulePut: async (key, member, atMs, options = {}) => {
-      await guard(() =>
-        redis.sendCommand(key, [
-          'ZADD',
-          key,
-          ...(options.onlyIfAbsent === true ? ['NX'] : []),
+      await script(
+        SCHEDULE_PUT,
+        [key],
+        [
           String(atMs),
           member,
-        ]),
+          options.onlyIfAbsent === true ? '1' : '0',
+          String(options.keepMs ?? 0),
+        ],
       );
       await replicated(key);
     },
@@ -263,7 +313,7 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
           'ZRANGE',
           key,
           '-inf',
-          String(atMs),
+          atMs === Infinity ? '+inf' : String(atMs),
           'BYSCORE',
           'LIMIT',
           '0',
@@ -276,6 +326,31 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
       await replicated(key);
     },
     scheduleSize: async (key) => Number(await guard(() => redis.sendCommand(key, ['ZCARD', key]))),
+    counterAdd: async (key, delta, ttlMs) =>
+      Number(await script(COUNTER_ADD, [key], [String(delta), String(ttlMs)])),
+    logAdd: async (key, member, atMs, bounds) => {
+      const dropped = Number(
+        await script(
+          LOG_ADD,
+          [key],
+          [
+            member,
+            String(atMs),
+            String(bounds.maxCount),
+            String(bounds.minAtMs),
+            String(bounds.ttlMs),
+          ],
+        ),
+      );
+      await replicated(key);
+      return dropped;
+    },
+    logNewest: async (key, limit) => [
+      ...((await guard(() =>
+        redis.sendCommand(key, ['ZRANGE', key, '0', String(limit - 1), 'REV']),
+      )) as Iterable<string>),
+    ],
+    logSize: async (key) => Number(await guard(() => redis.sendCommand(key, ['ZCARD', key]))),
     setAdd: async (key, member, ttlMs) => {
       await script(SET_ADD, [key], [member, String(ttlMs)]);
       await replicated(key);

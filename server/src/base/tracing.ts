@@ -1,15 +1,23 @@
 import {
   context,
-  propagation,
+  defaultTextMapGetter,
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
   trace,
+  type Context,
+  type Sampler,
+  type SamplingResult,
   type Span,
   type SpanOptions,
 } from '@opentelemetry/api';
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import type { Store } from './store/types.ts';
+import type * as SdkTrace from '@opentelemetry/sdk-trace';
+import type {
+  IncomingHttpHeaders,
+  IncomingMessage,
+  RequestListener,
+  ServerResponse,
+} from 'node:http';
 
 /**
  * OpenTelemetry tracing, off unless the standard OTEL_* variables ask for it (startTracing). When
@@ -44,16 +52,36 @@ export function tracingRequested(env: Env): boolean {
  * Starts the OpenTelemetry SDK as OTEL_* configures it (exporter, endpoint, headers, sampler,
  * resource, service name: `baton-broker` unless OTEL_SERVICE_NAME says otherwise). Answers the
  * SDK's shutdown (it flushes what is buffered), or undefined when tracing is off.
+ *
+ * The trace context is a trust boundary. A caller's `traceparent` is continued (its trace id and
+ * span are the server span's parent), but nothing else it sends: its `tracestate` and `baggage`
+ * are never read, so they never go upstream, and only W3C trace context is propagated. And the
+ * caller's sampled flag does not decide: the configured sampler's own rule does (its root, by the
+ * trace id), unless `trustCallerSampling` says the caller is a proxy of the operator's own.
  */
-export async function startTracing(env: Env): Promise<(() => Promise<void>) | undefined> {
+export async function startTracing(
+  env: Env,
+  options: { trustCallerSampling?: boolean } = {},
+): Promise<(() => Promise<void>) | undefined> {
   if (!tracingRequested(env)) return undefined;
   // Loaded only when asked for: a broker without tracing never loads the SDK.
-  const [{ NodeSDK }, { UndiciInstrumentation }] = await Promise.all([
-    import('@opentelemetry/sdk-node'),
-    import('@opentelemetry/instrumentation-undici'),
-  ]);
+  const [{ NodeSDK }, { UndiciInstrumentation }, { W3CTraceContextPropagator }, samplers] =
+    await Promise.all([
+      import('@opentelemetry/sdk-node'),
+      import('@opentelemetry/instrumentation-undici'),
+      import('@opentelemetry/core'),
+      import('@opentelemetry/sdk-trace'),
+    ]);
+  const w3c = new W3CTraceContextPropagator();
+  extractCaller = (headers) =>
+    typeof headers.traceparent === 'string'
+      ? w3c.extract(ROOT_CONTEXT, { traceparent: headers.traceparent }, defaultTextMapGetter)
+      : ROOT_CONTEXT;
+  const { sampler, root } = samplerFromEnv(env, samplers);
   const sdk = new NodeSDK({
     serviceName: env['OTEL_SERVICE_NAME'] ?? 'baton-broker',
+    sampler: options.trustCallerSampling === true ? sampler : new CallerSampler(sampler, root),
+    textMapPropagator: w3c,
     instrumentations: [
       new UndiciInstrumentation({
         // The path, not the query: a license API's query is the user's business.
@@ -73,6 +101,55 @@ export async function startTracing(env: Env): Promise<(() => Promise<void>) | un
   };
 }
 
+type Samplers = typeof SdkTrace;
+
+/**
+ * The sampler OTEL_TRACES_SAMPLER and its argument name (as the SDK reads them; default
+ * parentbased_always_on), and its root: what decides when no parent is trusted.
+ */
+export function samplerFromEnv(env: Env, samplers: Samplers): { sampler: Sampler; root: Sampler } {
+  const name = env['OTEL_TRACES_SAMPLER'] || 'parentbased_always_on';
+  const ratio = Number(env['OTEL_TRACES_SAMPLER_ARG'] || '1');
+  const bare = name.replace(/^parentbased_/, '');
+  const root =
+    bare === 'always_off'
+      ? new samplers.AlwaysOffSampler()
+      : bare === 'traceidratio'
+        ? new samplers.TraceIdRatioBasedSampler(Number.isFinite(ratio) ? ratio : 1)
+        : new samplers.AlwaysOnSampler();
+  const sampler = name.startsWith('parentbased_')
+    ? new samplers.ParentBasedSampler({ root })
+    : root;
+  return { sampler, root };
+}
+
+/**
+ * A caller's sampled flag is the caller's say: for a span whose parent came from the caller (the
+ * server span), `root` decides by the trace id, as for a trace begun here; for every other span,
+ * the configured sampler.
+ */
+export class CallerSampler implements Sampler {
+  readonly #sampler: Sampler;
+  readonly #root: Sampler;
+  constructor(sampler: Sampler, root: Sampler) {
+    this.#sampler = sampler;
+    this.#root = root;
+  }
+
+  shouldSample(...args: Parameters<Sampler['shouldSample']>): SamplingResult {
+    const [parent] = args;
+    const decides = trace.getSpanContext(parent)?.isRemote === true ? this.#root : this.#sampler;
+    return decides.shouldSample(...args);
+  }
+
+  toString(): string {
+    return `CallerSampler{${this.#sampler.toString()}, callers decide nothing}`;
+  }
+}
+
+/** The caller's trace context (its `traceparent` alone), once tracing is on. */
+let extractCaller: (headers: IncomingHttpHeaders) => Context = () => ROOT_CONTEXT;
+
 const spans = new WeakMap<ServerResponse, Span>();
 
 /**
@@ -83,7 +160,7 @@ export function tracedListener(listener: RequestListener): RequestListener {
   return (req: IncomingMessage, res: ServerResponse) => {
     if (!tracing) return listener(req, res);
     const method = req.method ?? 'GET';
-    const parent = propagation.extract(ROOT_CONTEXT, req.headers);
+    const parent = extractCaller(req.headers);
     const span = tracer.startSpan(
       method,
       { kind: SpanKind.SERVER, attributes: { 'http.request.method': method } },
@@ -110,7 +187,11 @@ export function namedRoute(res: ServerResponse, method: string, route: string): 
 }
 
 /** `work` inside a new active span, ended when it settles; an error marks it. */
-function spanAround<T>(name: string, options: SpanOptions, work: () => Promise<T>): Promise<T> {
+export function spanAround<T>(
+  name: string,
+  options: SpanOptions,
+  work: () => Promise<T>,
+): Promise<T> {
   return tracer.startActiveSpan(name, options, async (span) => {
     try {
       return await work();
@@ -131,26 +212,4 @@ export function inSpan<T>(
   attributes?: Record<string, string | number | boolean>,
 ): Promise<T> {
   return tracing ? spanAround(name, attributes ? { attributes } : {}, work) : work();
-}
-
-/**
- * The store with a client span per operation (`redis getVersioned`...): the operation's name, never
- * its keys or values. Used only when tracing is on.
- */
-export function tracedStore(store: Store): Store {
-  const traced: Record<string, unknown> = {};
-  for (const [name, method] of Object.entries(store) as [
-    string,
-    (...args: unknown[]) => Promise<unknown>,
-  ][]) {
-    const options: SpanOptions = {
-      kind: SpanKind.CLIENT,
-      attributes: { 'db.system.name': 'redis', 'db.operation.name': name },
-    };
-    traced[name] =
-      name === 'close'
-        ? method
-        : (...args: unknown[]) => spanAround(`redis ${name}`, options, () => method(...args));
-  }
-  return traced as unknown as Store;
 }

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CONFIG_VARIABLES, FILE_SECRETS } from './config.ts';
+import { CONFIG_VARIABLES, FILE_SECRETS } from '../config/config.ts';
 
-const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
+const read = (path: string) => readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8');
 const sorted = (names: Iterable<string>) => [...new Set(names)].sort();
 const everyName = sorted([...CONFIG_VARIABLES, ...FILE_SECRETS.map((name) => `${name}_FILE`)]);
 
@@ -31,7 +31,8 @@ describe('the variables, as the schema, the guide and .env.example list them', (
     const passed = [...compose.matchAll(/^ {6}([A-Z][A-Z0-9_]+):/gm)]
       .map((match) => match[1]!)
       .filter((name) => !name.startsWith('OTEL_'));
-    // The image sets NODE_ENV, HOST and PORT; compose runs its own standalone Redis.
+    // The image sets NODE_ENV, HOST and PORT; compose runs its own standalone Redis; secrets are
+    // files (compose's `secrets:`), never values in the environment.
     const decided = [
       'NODE_ENV',
       'HOST',
@@ -39,6 +40,8 @@ describe('the variables, as the schema, the guide and .env.example list them', (
       'REDIS_SENTINEL',
       'REDIS_CLUSTER_NODES',
       'REDIS_SENTINEL_PASSWORD',
+      'REDIS_SENTINEL_PASSWORD_FILE',
+      ...FILE_SECRETS,
     ];
     expect(sorted([...passed, ...decided])).toEqual(sorted([...everyName, 'BATON_DOMAIN']));
   });

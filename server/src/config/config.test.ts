@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, loadConfig } from '../config/config.ts';
 
 const WHSEC_OLD = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
 const WHSEC_NEW = `whsec_${Buffer.alloc(24, 2).toString('base64')}`;
@@ -35,30 +35,29 @@ describe('loadConfig', () => {
   it('reads a complete production environment', () => {
     const config = loadConfig(production);
     expect(config.production).toBe(true);
-    expect(config.redirectUri).toBe('https://broker.example.com/auth/callback');
+    expect(config.provider.redirectUri).toBe('https://broker.example.com/auth/callback');
     expect(config.developmentDefaults).toEqual([]);
-    expect(config.refreshAheadMs).toBe(300_000);
-    expect(config.port).toBe(8787);
-    expect(config.host).toBe('127.0.0.1');
-    expect(config.tokenTimeoutMs).toBe(10_000);
-    expect(config.refreshLeaseMs).toBe(15_000);
+    expect(config.refresh.aheadMs).toBe(300_000);
+    expect(config.listen.port).toBe(8787);
+    expect(config.listen.host).toBe('127.0.0.1');
+    expect(config.refresh.tokenTimeoutMs).toBe(10_000);
+    expect(config.refresh.leaseMs).toBe(15_000);
   });
 
   it('reads the token timeout and the refresh lease, the lease 5 s longer unless given', () => {
     expect(loadConfig({ ...production, TOKEN_TIMEOUT_MS: '1500' })).toMatchObject({
-      tokenTimeoutMs: 1500,
-      refreshLeaseMs: 6500,
+      refresh: { tokenTimeoutMs: 1500, leaseMs: 6500 },
     });
     expect(
       loadConfig({ ...production, TOKEN_TIMEOUT_MS: '1500', REFRESH_LEASE_MS: '4000' }),
-    ).toMatchObject({ tokenTimeoutMs: 1500, refreshLeaseMs: 4000 });
+    ).toMatchObject({ refresh: { tokenTimeoutMs: 1500, leaseMs: 4000 } });
   });
 
   it('falls back to a development setup outside production, and says which values it used', () => {
     const config = loadConfig({});
     expect(config.production).toBe(false);
-    expect(config.authUrl).toBe('http://127.0.0.1:8788');
-    expect(config.redis).toBeUndefined();
+    expect(config.provider.authUrl).toBe('http://127.0.0.1:8788');
+    expect(config.redis.topology).toBeUndefined();
     expect(config.developmentDefaults).toContain('CLIENT_SECRET');
     expect(config.developmentDefaults).toContain('REDIS_URL (embedded store)');
   });
@@ -80,9 +79,11 @@ describe('loadConfig', () => {
 
     it('a standalone server, cached and not waiting for replicas by default', () => {
       expect(loadConfig(production)).toMatchObject({
-        redis: { mode: 'standalone', url: 'redis://redis:6379' },
-        redisCacheEntries: 10_000,
-        redisWaitReplicas: 0,
+        redis: {
+          topology: { mode: 'standalone', url: 'redis://redis:6379' },
+          cacheEntries: 10_000,
+          waitReplicas: 0,
+        },
       });
     });
 
@@ -92,7 +93,7 @@ describe('loadConfig', () => {
         REDIS_SENTINEL: 'baton@sentinel-1:26379, sentinel-2:26379,[::1]:26380',
         REDIS_PASSWORD: 'data-password',
       });
-      expect(config.redis).toEqual({
+      expect(config.redis.topology).toEqual({
         mode: 'sentinel',
         masterName: 'baton',
         sentinels: [
@@ -104,16 +105,17 @@ describe('loadConfig', () => {
         password: 'data-password',
         sentinelPassword: undefined,
       });
-      expect(config.redisWaitReplicas).toBe(1);
+      expect(config.redis.waitReplicas).toBe(1);
       expect(
-        loadConfig({ ...noRedis, REDIS_SENTINEL: 'b@s:1', REDIS_WAIT_REPLICAS: '0' })
-          .redisWaitReplicas,
+        loadConfig({ ...noRedis, REDIS_SENTINEL: 'b@s:1', REDIS_WAIT_REPLICAS: '0' }).redis
+          .waitReplicas,
       ).toBe(0);
     });
 
     it('a Cluster: some of its nodes', () => {
       expect(
-        loadConfig({ ...noRedis, REDIS_CLUSTER_NODES: 'redis://a:7000,redis://b:7001' }).redis,
+        loadConfig({ ...noRedis, REDIS_CLUSTER_NODES: 'redis://a:7000,redis://b:7001' }).redis
+          .topology,
       ).toMatchObject({ mode: 'cluster', nodes: ['redis://a:7000', 'redis://b:7001'] });
     });
 
@@ -174,11 +176,9 @@ describe('loadConfig', () => {
 describe('loadConfig: operations settings', () => {
   it('defaults: no shutdown delay, a 10 s drain, no metrics, no events', () => {
     expect(loadConfig(production)).toMatchObject({
-      shutdownDelayMs: 0,
-      shutdownTimeoutMs: 10_000,
-      metricsToken: undefined,
-      metricsPort: undefined,
-      eventsWebhook: undefined,
+      shutdown: { delayMs: 0, timeoutMs: 10_000 },
+      metrics: { token: undefined, port: undefined },
+      events: { webhook: undefined },
     });
   });
 
@@ -193,13 +193,13 @@ describe('loadConfig: operations settings', () => {
       EVENTS_WEBHOOK_SECRET: `${WHSEC_OLD}, ${WHSEC_NEW}`,
     });
     expect(config).toMatchObject({
-      shutdownDelayMs: 5000,
-      shutdownTimeoutMs: 20_000,
-      metricsToken: 'm'.repeat(32),
-      metricsPort: 9464,
-      eventsWebhook: {
-        url: 'https://hooks.example.com/baton',
-        secrets: [Buffer.alloc(32, 1), Buffer.alloc(24, 2)],
+      shutdown: { delayMs: 5000, timeoutMs: 20_000 },
+      metrics: { token: 'm'.repeat(32), port: 9464 },
+      events: {
+        webhook: {
+          url: 'https://hooks.example.com/baton',
+          secrets: [Buffer.alloc(32, 1), Buffer.alloc(24, 2)],
+        },
       },
     });
   });
@@ -233,6 +233,14 @@ describe('loadConfig: operations settings', () => {
         EVENTS_WEBHOOK_SECRET: WHSEC_OLD,
       }),
     ).toEqual(['EVENTS_WEBHOOK_URL must be https in production']);
+    // The scheme as URL parsing reads it, whatever its case.
+    expect(
+      problems({
+        ...production,
+        EVENTS_WEBHOOK_URL: 'HTTP://hooks.example.com/',
+        EVENTS_WEBHOOK_SECRET: WHSEC_OLD,
+      }),
+    ).toEqual(['EVENTS_WEBHOOK_URL must be https in production']);
   });
 
   describe('refuses what would quietly weaken a deployment', () => {
@@ -258,6 +266,22 @@ describe('loadConfig: operations settings', () => {
       ]);
       expect(problems({ ...production, TRUST_PROXY: '1' })).toEqual([]);
       expect(problems({ ...production, TRUST_PROXY: '10.0.0.0/8' })).toEqual([]);
+      expect(problems({ ...production, TRUST_PROXY: 'loopback, 10.0.0.0/8, fd00::/8' })).toEqual(
+        [],
+      );
+    });
+
+    it.each([
+      ['every IPv4 and IPv6 address', '0.0.0.0/0,::/0'],
+      ['every IPv4 address', '10.0.0.1, 0.0.0.0/0'],
+      ['half of IPv4', '0.0.0.0/1'],
+      ['every IPv6 address', '::/0'],
+      ['an implausible hop count', '99'],
+      ['eleven hops', '11'],
+    ])('TRUST_PROXY trusting %s in production', (_name, value) => {
+      expect(problems({ ...production, TRUST_PROXY: value })).toEqual([
+        expect.stringMatching(/^TRUST_PROXY=/),
+      ]);
     });
 
     it('an open metrics port in production, unless on loopback or behind a token', () => {
@@ -296,10 +320,10 @@ describe('loadConfig: operations settings', () => {
         TOKEN_ENCRYPTION_KEYS_FILE: file('keys', `k9:${key(9)}\n`),
         METRICS_TOKEN_FILE: file('metrics', 'm'.repeat(32)),
       });
-      expect(config.clientSecret).toBe('from-a-file');
+      expect(config.provider.clientSecret).toBe('from-a-file');
       expect(config.sessionSecrets).toEqual(['s'.repeat(40)]);
       expect(config.keyring.activeKid).toBe('k9');
-      expect(config.metricsToken).toBe('m'.repeat(32));
+      expect(config.metrics.token).toBe('m'.repeat(32));
     });
 
     it('refuses a secret set both ways, and names a file that cannot be read', () => {
