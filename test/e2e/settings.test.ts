@@ -4,6 +4,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { axeViolations } from '../support/axe.ts';
 import {
   launchChromium,
   launchFirefox,
@@ -137,6 +138,7 @@ describe.each([
 
     await expectRefusedAtOnce(popup, redirectUrl, REFUSED['en-US']);
     await popup.screenshot(join(shots, `${name}-refused-redirect-en.png`));
+    expect(await axeViolations(popup), `${name}: refused redirect URL`).toEqual([]);
 
     await options.click('[data-testid="broker-url-reset"]');
     await options.close();
@@ -204,6 +206,7 @@ describe('in firefox, with the organisation’s policy (a managed-storage manife
           disabled: true,
         });
         await options.screenshot(join(shots, `firefox-managed-options-${locale}.png`));
+        expect(await axeViolations(options), `managed options, ${locale}`).toEqual([]);
 
         // The background refuses a change however it is asked.
         const reply = await options.evaluate<unknown>(
@@ -217,6 +220,7 @@ describe('in firefox, with the organisation’s policy (a managed-storage manife
         const redirectUrl = await popup.evaluate<string>('browser.identity.getRedirectURL()');
         await expectRefusedAtOnce(popup, redirectUrl, REFUSED[locale]);
         await popup.screenshot(join(shots, `firefox-managed-refused-redirect-${locale}.png`));
+        expect(await axeViolations(popup), `refused redirect URL, ${locale}`).toEqual([]);
       } finally {
         await browser.close();
       }

@@ -1,13 +1,19 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page as PwPage } from 'playwright-core';
-import puppeteer, { type Browser as PpBrowser, type Page as PpPage } from 'puppeteer-core';
+import { chromium, type BrowserContext, type Page as PwPage, type Worker } from 'playwright-core';
+import puppeteer, {
+  type Browser as PpBrowser,
+  type KeyInput,
+  type Page as PpPage,
+} from 'puppeteer-core';
 
 /** What a test does with a page, the same in both browsers. Selectors are CSS. */
 export interface UiPage {
   readonly url: () => string;
   click(selector: string): Promise<void>;
+  /** Focuses `selector` and presses `key` on the keyboard (`Enter`, `Tab`…), as a user would. */
+  press(selector: string, key: string): Promise<void>;
   fill(selector: string, value: string): Promise<void>;
   /** Waits until `selector` exists and, with `text`, contains it. */
   waitFor(selector: string, text?: string): Promise<void>;
@@ -25,6 +31,8 @@ export interface UiPage {
 
 export interface ExtensionBrowser {
   readonly name: 'chromium' | 'firefox';
+  /** The profile folder (kept on close when it was given to the launch, for a restart). */
+  readonly profile: string;
   /** Console lines of the extension's pages and the auth window, for failure reports. */
   readonly console: string[];
   /** The popup, opened in a tab (a real popup closes when the auth window takes focus). */
@@ -35,7 +43,34 @@ export interface ExtensionBrowser {
   openUrl(url: string): Promise<UiPage>;
   /** Run `trigger` and return the authorization window it opens, once the sandbox shows in it. */
   authWindow(trigger: () => Promise<void>, sandboxOrigin: string): Promise<UiPage>;
+  /**
+   * Stops the extension's service worker, as the browser does when it has been idle (Chromium
+   * only: Firefox's background page has no such control here; restart the browser instead).
+   */
+  stopBackground(): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface LaunchOptions {
+  /**
+   * The browser's language (`fr`, `nl`; default `en-US`): its UI, hence the extension's messages,
+   * and the languages it asks web pages for. Firefox needs its langpack (firefox-esr-l10n-*).
+   */
+  readonly locale?: string;
+  /**
+   * A profile folder to use and keep (created when missing): closing the browser leaves it, so
+   * that a second launch with it is the same browser restarted. Without it, a fresh profile that
+   * close() removes.
+   */
+  readonly profile?: string;
+}
+
+/** The profile folder to use, and whether close() removes it. */
+async function profileFolder(options: LaunchOptions, prefix: string) {
+  if (options.profile === undefined)
+    return { dir: await mkdtemp(join(tmpdir(), prefix)), temporary: true };
+  await mkdir(options.profile, { recursive: true });
+  return { dir: options.profile, temporary: false };
 }
 
 const TIMEOUT = 20_000;
@@ -47,7 +82,6 @@ const CHROMIUM_ARGS = [
   '--disable-background-networking',
   '--disable-component-update',
   '--disable-sync',
-  '--lang=en-US',
 ];
 
 /** Runs in the page: self-contained, no closure over this module. */
@@ -61,6 +95,7 @@ function playwrightPage(page: PwPage): UiPage {
   return {
     url: () => page.url(),
     click: (selector) => page.click(selector),
+    press: (selector, key) => page.press(selector, key),
     fill: (selector, value) => page.fill(selector, value),
     waitFor: async (selector, text) => {
       await page.waitForFunction(hasText, [selector, text ?? null] as const);
@@ -83,13 +118,22 @@ function playwrightPage(page: PwPage): UiPage {
   };
 }
 
-export async function launchChromium(extensionDir: string): Promise<ExtensionBrowser> {
-  const profile = await mkdtemp(join(tmpdir(), 'baton-chromium-'));
+export async function launchChromium(
+  extensionDir: string,
+  options: LaunchOptions = {},
+): Promise<ExtensionBrowser> {
+  const { dir: profile, temporary } = await profileFolder(options, 'baton-chromium-');
+  const locale = options.locale ?? 'en-US';
   const context: BrowserContext = await chromium.launchPersistentContext(profile, {
     executablePath: '/usr/bin/chromium',
     headless: true,
+    ...(locale !== 'en-US' && {
+      env: { ...process.env, LANGUAGE: locale, LANG: `${locale}_BE.UTF-8` },
+    }),
     args: [
       ...CHROMIUM_ARGS,
+      `--lang=${locale}`,
+      ...(locale === 'en-US' ? [] : [`--accept-lang=${locale}-BE,${locale}`]),
       `--disable-extensions-except=${extensionDir}`,
       `--load-extension=${extensionDir}`,
     ],
@@ -98,8 +142,11 @@ export async function launchChromium(extensionDir: string): Promise<ExtensionBro
   const watch = (page: PwPage) =>
     page.on('console', (message) => console.push(`[${page.url()}] ${message.text()}`));
   context.on('page', watch);
+  const watchWorker = (worker: Worker) =>
+    worker.on('console', (message) => console.push(`[background] ${message.text()}`));
+  context.on('serviceworker', watchWorker);
   const worker = context.serviceWorkers()[0] ?? (await context.waitForEvent('serviceworker'));
-  worker.on('console', (message) => console.push(`[background] ${message.text()}`));
+  watchWorker(worker);
   const extensionId = new URL(worker.url()).host;
   const openPage = async (path: string) => {
     const page = await context.newPage();
@@ -109,6 +156,7 @@ export async function launchChromium(extensionDir: string): Promise<ExtensionBro
 
   return {
     name: 'chromium',
+    profile,
     console,
     openPopup: () => openPage('popup.html'),
     openPage,
@@ -124,9 +172,33 @@ export async function launchChromium(extensionDir: string): Promise<ExtensionBro
       await page.waitForURL((url) => url.origin === sandboxOrigin, { timeout: TIMEOUT });
       return playwrightPage(page);
     },
+    async stopBackground() {
+      // Over the DevTools protocol, from a page of the extension's own (its storage partition is
+      // the worker's). Playwright only hears of a worker's end when the browser closes: the
+      // protocol's own version updates say when it has stopped.
+      const page = await context.newPage();
+      try {
+        await page.goto(`chrome-extension://${extensionId}/manifest.json`);
+        const cdp = await context.newCDPSession(page);
+        const stopped = new Promise<void>((resolve) => {
+          cdp.on('ServiceWorker.workerVersionUpdated', ({ versions }) => {
+            const ours = versions.filter((v) =>
+              v.scriptURL.startsWith(`chrome-extension://${extensionId}/`),
+            );
+            if (ours.length > 0 && ours.every((v) => v.runningStatus === 'stopped')) resolve();
+          });
+        });
+        await cdp.send('ServiceWorker.enable');
+        await cdp.send('ServiceWorker.stopAllWorkers');
+        await stopped;
+        await cdp.detach();
+      } finally {
+        await page.close();
+      }
+    },
     async close() {
       await context.close();
-      await rm(profile, { recursive: true, force: true });
+      if (temporary) await rm(profile, { recursive: true, force: true });
     },
   };
 }
@@ -146,6 +218,10 @@ function puppeteerPage(page: PpPage): UiPage {
           if (attempt >= 5 || !/detached|not attached/i.test(String(error))) throw error;
         }
       }
+    },
+    press: async (selector, key) => {
+      await page.focus(selector);
+      await page.keyboard.press(key as KeyInput);
     },
     fill: async (selector, value) => {
       await page.$eval(selector, (node) => ((node as HTMLInputElement).value = ''));
@@ -174,9 +250,7 @@ function puppeteerPage(page: PpPage): UiPage {
 
 export const FIREFOX_UUID = '6c0ddc2a-6a43-4a5e-9c62-8b3e7f6a1d20';
 
-export interface FirefoxOptions {
-  /** The UI language (its langpack must be installed: Debian's firefox-esr-l10n-*). */
-  readonly locale?: string;
+export interface FirefoxOptions extends LaunchOptions {
   /**
    * The organisation's policy for the extension: written as a managed-storage manifest under a
    * home folder of the browser's own (~/.mozilla/managed-storage/<id>.json), as an administrator
@@ -190,10 +264,10 @@ export async function launchFirefox(
   geckoId: string,
   options: FirefoxOptions = {},
 ): Promise<ExtensionBrowser> {
-  const profile = await mkdtemp(join(tmpdir(), 'baton-firefox-'));
+  const { dir: profile, temporary } = await profileFolder(options, 'baton-firefox-');
   const home = join(profile, 'home');
-  await mkdir(join(profile, 'profile'));
-  await mkdir(home);
+  await mkdir(join(profile, 'profile'), { recursive: true });
+  await mkdir(home, { recursive: true });
   if (options.managed !== undefined) {
     const folder = join(home, '.mozilla', 'managed-storage');
     await mkdir(folder, { recursive: true });
@@ -219,6 +293,9 @@ export async function launchFirefox(
       'extensions.webextensions.uuids': JSON.stringify({ [geckoId]: FIREFOX_UUID }),
       'intl.locale.requested': locale,
       'intl.accept_languages': locale === 'en-US' ? 'en-US, en' : `${locale}-BE, ${locale}`,
+      // The extension is installed anew at each launch (a temporary add-on): a kept profile keeps
+      // its storage across that, as an installed add-on keeps it across a restart.
+      ...(!temporary && { 'extensions.webextensions.keepStorageOnUninstall': true }),
     },
   });
   await browser.installExtension(extensionDir);
@@ -240,6 +317,7 @@ export async function launchFirefox(
 
   return {
     name: 'firefox',
+    profile,
     console,
     openPopup: () => openPage('popup.html'),
     openPage,
@@ -260,9 +338,12 @@ export async function launchFirefox(
       watch(page);
       return puppeteerPage(page);
     },
+    stopBackground() {
+      return Promise.reject(new Error('Firefox: restart the browser to start its background anew'));
+    },
     async close() {
       await browser.close();
-      await rm(profile, { recursive: true, force: true });
+      if (temporary) await rm(profile, { recursive: true, force: true });
     },
   };
 }

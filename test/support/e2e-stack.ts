@@ -19,6 +19,12 @@ export interface E2eStack {
    * The caller stops it.
    */
   startBroker(port: number, extensionRedirectUrls?: string | null): Promise<BrokerProcess>;
+  /**
+   * Stops `broker` (the extension then finds nothing on its port) and resolves with `start`,
+   * which starts it again with the same environment (its keys: it reads what it sealed before)
+   * and puts it in `broker`.
+   */
+  stopBroker(): Promise<{ start(): Promise<BrokerProcess> }>;
   close(): Promise<void>;
 }
 
@@ -42,27 +48,34 @@ export async function startE2eStack(
       },
     ],
   });
+  const envFor = (port: number, extensionRedirectUrls: string | null = null) =>
+    brokerEnv({
+      providerUrl: sandbox.url,
+      publicUrl: `http://127.0.0.1:${port}`,
+      redis: { REDIS_URL: redis.url },
+      client: { id: E2E_CLIENT.client_id, secret: E2E_CLIENT.client_secret },
+      extensionRedirectUrls,
+      extra: { PORT: String(port), LOG_LEVEL: 'info' },
+    });
   const startBroker = (port: number, extensionRedirectUrls: string | null = null) =>
-    BrokerProcess.start(
-      brokerEnv({
-        providerUrl: sandbox.url,
-        publicUrl: `http://127.0.0.1:${port}`,
-        redis: { REDIS_URL: redis.url },
-        client: { id: E2E_CLIENT.client_id, secret: E2E_CLIENT.client_secret },
-        extensionRedirectUrls,
-        extra: { PORT: String(port), LOG_LEVEL: 'info' },
-      }),
-    );
-  const broker = await startBroker(brokerPort);
-  return {
+    BrokerProcess.start(envFor(port, extensionRedirectUrls));
+  const env = envFor(brokerPort);
+  const stack: E2eStack = {
     redis,
     sandbox,
-    broker,
+    broker: await BrokerProcess.start(env),
     startBroker,
+    async stopBroker() {
+      await stack.broker.stop();
+      return {
+        start: async () => (stack.broker = await BrokerProcess.start(env)),
+      };
+    },
     async close() {
-      await broker.stop();
+      await stack.broker.stop();
       await sandbox.close();
       await redis[Symbol.asyncDispose]();
     },
   };
+  return stack;
 }

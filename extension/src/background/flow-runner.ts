@@ -21,7 +21,9 @@ export function createFlowRunner(core: BackgroundCore) {
     activeFlow = flowState;
     const run = async () => {
       try {
-        await view.update((v) => ({ ...v, flow: flowState, notice: null }));
+        // The language chosen for this sign-in is the one offered first next time.
+        const s = await state.update((current) => ({ ...current, lastSignInLocale: locale }));
+        await view.update((v) => ({ ...core.withState(v, s), flow: flowState, notice: null }));
         return await runFlow(locale, reconnectId);
       } finally {
         // The flow is over once its outcome is in the view: another may start during the refresh.

@@ -1,6 +1,7 @@
 import { browser } from 'wxt/browser';
 import { BUILD_BROKER_URL } from '../build-env.ts';
 import { createStateStore, definePersistedStateItem } from '../state/persisted.ts';
+import { lastViewCache, lastViewItem } from '../state/last-view.ts';
 import { createViewStore, viewItem } from '../state/view.ts';
 import { createMessageListener } from './message-listener.ts';
 import { createBackground } from './service.ts';
@@ -15,7 +16,7 @@ export function startBackground(): void {
   const background = createBackground({
     buildBrokerUrl: BUILD_BROKER_URL,
     state: createStateStore(definePersistedStateItem(BUILD_BROKER_URL)),
-    view: createViewStore(viewItem, () => BUILD_BROKER_URL),
+    view: createViewStore(viewItem, () => BUILD_BROKER_URL, lastViewCache(lastViewItem)),
     fetch: (input, init) => fetch(input, init),
     now: () => Date.now(),
     identity: {

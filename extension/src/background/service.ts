@@ -80,7 +80,8 @@ export function createBackground(deps: BackgroundDeps): Background {
     return {
       ...v,
       brokerUrl: brokerUrlOf(s),
-      locale: inForce(s).locale,
+      // The organisation's language, else the one the user last signed in with, else the default.
+      locale: managed.locale ?? s.lastSignInLocale ?? inForce(s).locale,
       signedIn: tokenOf(s) !== null,
     };
   }

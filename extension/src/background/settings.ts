@@ -50,6 +50,8 @@ export function createSettings(core: BackgroundCore) {
         brokerUrl: brokerUrl === undefined ? s.settings.brokerUrl : brokerUrl,
         locale: change.locale === undefined ? s.settings.locale : change.locale,
       },
+      // A default set here is the user's latest choice: it is offered first from now on.
+      lastSignInLocale: change.locale === undefined ? s.lastSignInLocale : null,
     }));
     const brokerChanged = core.brokerUrlOf(before) !== core.brokerUrlOf(after);
     if (brokerChanged) core.newEpoch();

@@ -29,8 +29,8 @@ describe('summarizeUser', () => {
       { key: 'seats', value: { kind: 'number', value: 5 } },
       { key: 'validUntil', value: { kind: 'date', iso: '2026-12-31', withTime: false } },
       { key: 'language', value: { kind: 'language', code: 'nl' } },
-      { key: 'licenceId', value: { kind: 'text', text: 'lic-1', truncated: false } },
-      { key: 'accountId', value: { kind: 'text', text: 'u-1', truncated: false } },
+      { key: 'licenceId', value: { kind: 'identifier', text: 'lic-1' } },
+      { key: 'accountId', value: { kind: 'identifier', text: 'u-1' } },
     ]);
     expect(summary.details.map((d) => d.label)).toEqual(['Company', 'Roles']);
     expect(summary.details[0]?.value).toEqual({
@@ -45,7 +45,7 @@ describe('summarizeUser', () => {
         {
           key: 'vat',
           label: 'VAT',
-          value: { kind: 'text', text: 'BE0123456789', truncated: false },
+          value: { kind: 'identifier', text: 'BE0123456789' },
         },
       ],
     });
@@ -161,6 +161,51 @@ describe('toDisplay', () => {
     ],
   ])('shows %j sensibly', (value, expected) => {
     expect(toDisplay(value)).toEqual(expected);
+  });
+});
+
+describe('identifiers', () => {
+  it('shows a numeric account id exactly as the API gave it, not as a quantity', () => {
+    const summary = summarizeUser({ id: 40217, name: 'Lotte Vermeulen', license: { id: 1001 } });
+
+    expect(summary.facts).toEqual([
+      { key: 'licenceId', value: { kind: 'identifier', text: '1001' } },
+      { key: 'accountId', value: { kind: 'identifier', text: '40217' } },
+    ]);
+  });
+
+  it.each([
+    ['id', 40388, '40388'],
+    ['user_id', 1234567, '1234567'],
+    ['customerNumber', 98765, '98765'],
+    ['vat_number', 'BE0412345678', 'BE0412345678'],
+    ['postal_code', 9000, '9000'],
+    ['order-ref', '2019-04-02', '2019-04-02'],
+    ['external.uuid', '6c0ddc2a-6a43', '6c0ddc2a-6a43'],
+  ])('%s: %j is an identifier, shown as %s', (key, value, text) => {
+    expect(toDisplay(value, key)).toEqual({ kind: 'identifier', text });
+  });
+
+  it('applies to each item of a list of identifiers, and to nested fields', () => {
+    expect(toDisplay([4021, 4022], 'module_ids')).toEqual({
+      kind: 'list',
+      more: 0,
+      items: [
+        { kind: 'identifier', text: '4021' },
+        { kind: 'identifier', text: '4022' },
+      ],
+    });
+    expect(toDisplay({ customer_id: 5001 })).toMatchObject({
+      fields: [{ value: { kind: 'identifier', text: '5001' } }],
+    });
+  });
+
+  it.each([
+    ['seats', 12000],
+    ['paid', 4.5],
+    ['idle_minutes', 30],
+  ])('leaves %s, a quantity, a number', (key, value) => {
+    expect(toDisplay(value, key)).toEqual({ kind: 'number', value });
   });
 });
 

@@ -8,6 +8,8 @@ export type Display =
   | { readonly kind: 'text'; readonly text: string; readonly truncated: boolean }
   | { readonly kind: 'date'; readonly iso: string; readonly withTime: boolean }
   | { readonly kind: 'number'; readonly value: number }
+  /** An identifier or a code: shown exactly as the API gave it, never as a quantity or a date. */
+  | { readonly kind: 'identifier'; readonly text: string }
   | { readonly kind: 'boolean'; readonly value: boolean }
   | { readonly kind: 'language'; readonly code: string }
   | { readonly kind: 'empty' }
@@ -55,12 +57,52 @@ function isIsoDate(text: string): boolean {
 
 const LANGUAGE_KEYS = new Set(['language', 'locale', 'lang']);
 
-/** `valid_until` → "Valid until", `licenseId` → "License ID". */
-export function humanize(key: string): string {
-  const words = key
+/**
+ * The last word of a key that names an identifier or a code (`id`, `user_id`, `customerNumber`,
+ * `vat_number`, `postal_code`). Read to a support desk, "40,217" or "40 388" is not the account
+ * 40217: such values keep the API's own spelling.
+ */
+const IDENTIFIER_WORDS = new Set([
+  'id',
+  'ids',
+  'uuid',
+  'guid',
+  'number',
+  'nr',
+  'no',
+  'num',
+  'code',
+  'ref',
+  'reference',
+  'key',
+  'iban',
+  'bic',
+  'vat',
+  'zip',
+  'zipcode',
+  'postcode',
+  'phone',
+  'sku',
+  'ean',
+  'isbn',
+]);
+
+/** `licenseId` → ["license", "Id"], `valid_until` → ["valid", "until"]. */
+function keyWords(key: string): string[] {
+  return key
     .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
     .split(/[\s_.-]+/)
-    .filter((word) => word !== '')
+    .filter((word) => word !== '');
+}
+
+function isIdentifierKey(key: string): boolean {
+  const last = keyWords(key).at(-1)?.toLowerCase();
+  return last !== undefined && IDENTIFIER_WORDS.has(last);
+}
+
+/** `valid_until` → "Valid until", `licenseId` → "License ID". */
+export function humanize(key: string): string {
+  const words = keyWords(key)
     .map((word) => word.toLowerCase())
     .map((word) =>
       ['id', 'url', 'api', 'vat', 'uuid'].includes(word) ? word.toUpperCase() : word,
@@ -72,6 +114,16 @@ export function humanize(key: string): string {
 export function toDisplay(value: unknown, key = '', depth = 0): Display {
   if (value === null || value === undefined || value === '') return { kind: 'empty' };
   if (typeof value === 'boolean') return { kind: 'boolean', value };
+  if (
+    ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'string') &&
+    isIdentifierKey(key)
+  ) {
+    const text = String(value);
+    return {
+      kind: 'identifier',
+      text: text.length > LIMITS.text ? `${text.slice(0, LIMITS.text)}…` : text,
+    };
+  }
   if (typeof value === 'number') {
     return Number.isFinite(value)
       ? { kind: 'number', value }

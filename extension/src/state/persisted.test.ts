@@ -5,6 +5,7 @@ import {
   definePersistedStateItem,
   INITIAL_STATE,
   migrateV1toV2,
+  migrateV2toV3,
   parsePersistedState,
   STATE_VERSION,
 } from './persisted.ts';
@@ -28,12 +29,12 @@ describe('the persisted state item (local:state)', () => {
     fakeBrowser.reset();
   });
 
-  it('is at version 2', () => {
-    expect(STATE_VERSION).toBe(2);
+  it('is at version 3', () => {
+    expect(STATE_VERSION).toBe(3);
   });
 
   describe('on a fresh install', () => {
-    it('reads the initial state, and the first write records version 2', async () => {
+    it('reads the initial state, and the first write records version 3', async () => {
       const item = definePersistedStateItem(BUILD);
       expect(await item.getValue()).toEqual(INITIAL_STATE);
 
@@ -42,11 +43,11 @@ describe('the persisted state item (local:state)', () => {
         session: { sessionToken: 't', brokerUrl: BUILD },
       }));
 
-      expect(await fakeBrowser.storage.local.get('state$')).toEqual({ state$: { v: 2 } });
+      expect(await fakeBrowser.storage.local.get('state$')).toEqual({ state$: { v: 3 } });
     });
   });
 
-  describe('migrating v1 (flat, token not bound to a broker) to v2', () => {
+  describe('migrating v1 (flat, token not bound to a broker) to v2, then v3', () => {
     it('binds the token to the broker that was configured then', async () => {
       const { value, raw } = await openWith(
         { brokerUrl: 'https://broker.example.be/', locale: 'fr', sessionToken: 'tok' },
@@ -56,8 +57,9 @@ describe('the persisted state item (local:state)', () => {
       expect(value).toEqual({
         settings: { brokerUrl: 'https://broker.example.be', locale: 'fr' },
         session: { sessionToken: 'tok', brokerUrl: 'https://broker.example.be' },
+        lastSignInLocale: null,
       });
-      expect(raw['state$']).toEqual({ v: 2 });
+      expect(raw['state$']).toEqual({ v: 3 });
       expect(raw['state']).toEqual(value);
     });
 
@@ -67,8 +69,9 @@ describe('the persisted state item (local:state)', () => {
       expect(value).toEqual({
         settings: { brokerUrl: null, locale: null },
         session: { sessionToken: 'tok', brokerUrl: BUILD },
+        lastSignInLocale: null,
       });
-      expect(raw['state$']).toEqual({ v: 2 });
+      expect(raw['state$']).toEqual({ v: 3 });
     });
 
     it('drops what v1 could hold but v2 does not accept', async () => {
@@ -85,26 +88,48 @@ describe('the persisted state item (local:state)', () => {
       ['an array', ['a']],
       ['numbers', { brokerUrl: 1, locale: 2, sessionToken: 3 }],
     ])('turns %s into the initial state', (_name, v1) => {
-      expect(migrateV1toV2(v1, BUILD)).toEqual(INITIAL_STATE);
+      expect(migrateV2toV3(migrateV1toV2(v1, BUILD))).toEqual(INITIAL_STATE);
     });
   });
 
-  it('leaves a v2 value as it is', async () => {
-    const v2 = {
+  describe('migrating v2 to v3 (the language of the last sign-in)', () => {
+    it('keeps settings and session, and remembers no sign-in yet', async () => {
+      const v2 = {
+        settings: { brokerUrl: 'https://b.example', locale: 'nl' },
+        session: { sessionToken: 'x', brokerUrl: 'https://b.example' },
+      };
+
+      const { value, raw } = await openWith(v2, { v: 2 });
+
+      expect(value).toEqual({ ...v2, lastSignInLocale: null });
+      expect(raw['state$']).toEqual({ v: 3 });
+      expect(raw['state']).toEqual(value);
+    });
+
+    it('reads a malformed v2 value defensively', () => {
+      expect(migrateV2toV3({ settings: 'x', session: { sessionToken: 't' } })).toEqual(
+        INITIAL_STATE,
+      );
+    });
+  });
+
+  it('leaves a v3 value as it is', async () => {
+    const v3 = {
       settings: { brokerUrl: 'https://b.example', locale: 'nl' },
       session: { sessionToken: 'x', brokerUrl: 'https://b.example' },
+      lastSignInLocale: 'fr',
     };
 
-    const { value, raw } = await openWith(v2, { v: 2 });
+    const { value, raw } = await openWith(v3, { v: 3 });
 
-    expect(value).toEqual(v2);
-    expect(raw['state$']).toEqual({ v: 2 });
+    expect(value).toEqual(v3);
+    expect(raw['state$']).toEqual({ v: 3 });
   });
 
   it('a value from a newer version (downgrade) is read defensively, not trusted', async () => {
     const logged = vi.spyOn(console, 'error').mockImplementation(() => undefined);
     const store = createStateStore(
-      (await openWith({ settings: { brokerUrl: 42 }, session: 'nope', extra: true }, { v: 3 }))
+      (await openWith({ settings: { brokerUrl: 42 }, session: 'nope', extra: true }, { v: 4 }))
         .item,
     );
 
@@ -120,7 +145,12 @@ describe('the persisted state item (local:state)', () => {
       [
         'a session without a broker',
         { settings: { brokerUrl: null, locale: 'nl' }, session: { sessionToken: 't' } },
-        { settings: { brokerUrl: null, locale: 'nl' }, session: null },
+        { settings: { brokerUrl: null, locale: 'nl' }, session: null, lastSignInLocale: null },
+      ],
+      [
+        'a last sign-in language the pages do not speak',
+        { settings: { brokerUrl: null, locale: null }, session: null, lastSignInLocale: 'de' },
+        INITIAL_STATE,
       ],
       [
         'an invalid stored broker URL',
@@ -143,6 +173,7 @@ describe('the persisted state item (local:state)', () => {
     expect(await store.read()).toEqual({
       settings: { brokerUrl: null, locale: 'fr' },
       session: { sessionToken: 't', brokerUrl: BUILD },
+      lastSignInLocale: null,
     });
   });
 });

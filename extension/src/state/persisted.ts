@@ -9,9 +9,11 @@ import { serialisedStore, type SerialisedStore } from './serialised.ts';
  * v1 (the first cut) kept a flat `{ brokerUrl?, locale?, sessionToken? }`: nothing said which
  * broker had issued the token, so changing the broker URL would have sent it to the new one.
  * v2 binds the token to the broker URL that issued it; the extension only ever sends it there.
+ * v3 remembers the language the user last signed in with (`lastSignInLocale`), offered first the
+ * next time, before the options page's default and the browser's languages.
  */
 export const STATE_KEY = 'local:state';
-export const STATE_VERSION = 2;
+export const STATE_VERSION = 3;
 
 export interface Settings {
   /** null: the broker the extension was built for. */
@@ -29,11 +31,20 @@ export interface StoredSession {
 export interface PersistedState {
   readonly settings: Settings;
   readonly session: StoredSession | null;
+  /**
+   * The language of the sign-in pages the user last chose in the popup and signed in with; null:
+   * none since the options page's default was last set.
+   */
+  readonly lastSignInLocale: Locale | null;
 }
+
+/** v2's shape: v3 added `lastSignInLocale`. */
+export type PersistedStateV2 = Omit<PersistedState, 'lastSignInLocale'>;
 
 export const INITIAL_STATE: PersistedState = {
   settings: { brokerUrl: null, locale: null },
   session: null,
+  lastSignInLocale: null,
 };
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -68,6 +79,7 @@ export function parsePersistedState(value: unknown): PersistedState {
       isNonEmptyString(session['brokerUrl'])
         ? { sessionToken: session['sessionToken'], brokerUrl: session['brokerUrl'] }
         : null,
+    lastSignInLocale: isLocale(value['lastSignInLocale']) ? value['lastSignInLocale'] : null,
   };
 }
 
@@ -75,7 +87,7 @@ export function parsePersistedState(value: unknown): PersistedState {
  * v1 → v2. A v1 token can only have come from the broker that was configured then (the
  * stored URL, or else the build's), so that is the broker it gets bound to.
  */
-export function migrateV1toV2(value: unknown, buildBrokerUrl: string): PersistedState {
+export function migrateV1toV2(value: unknown, buildBrokerUrl: string): PersistedStateV2 {
   const v1 = isRecord(value) ? value : {};
   const stored = typeof v1['brokerUrl'] === 'string' ? parseBrokerUrl(v1['brokerUrl']) : null;
   const brokerUrl = stored?.ok === true ? stored.url : null;
@@ -87,6 +99,14 @@ export function migrateV1toV2(value: unknown, buildBrokerUrl: string): Persisted
         ? { sessionToken: token, brokerUrl: brokerUrl ?? buildBrokerUrl }
         : null,
   };
+}
+
+/**
+ * v2 → v3. No sign-in has been remembered yet: the options page's default (or the browser's
+ * languages) stays what is offered first until the next sign-in.
+ */
+export function migrateV2toV3(value: unknown): PersistedState {
+  return { ...parsePersistedState(value), lastSignInLocale: null };
 }
 
 export type PersistedStateItem = ReturnType<typeof definePersistedStateItem>;
@@ -101,6 +121,7 @@ export function definePersistedStateItem(buildBrokerUrl: string) {
     version: STATE_VERSION,
     migrations: {
       2: (v1: unknown) => migrateV1toV2(v1, buildBrokerUrl),
+      3: (v2: unknown) => migrateV2toV3(v2),
     },
   });
 }

@@ -64,7 +64,10 @@ export type Notice =
 
 export interface View {
   readonly brokerUrl: string;
-  /** The default language of the authorization pages, from the options page (null: automatic). */
+  /**
+   * The language of the authorization pages to offer first: the organisation's, else the one the
+   * user last signed in with, else the options page's default (null: from the browser's languages).
+   */
   readonly locale: Locale | null;
   readonly signedIn: boolean;
   readonly flow: FlowState;
@@ -90,10 +93,29 @@ export const viewItem = storage.defineItem<View | null>('session:view', { fallba
 
 export type ViewStore = SerialisedStore<View>;
 
-/** Serialised read-modify-write: the flow and the refresh update the view concurrently. */
-export function createViewStore(item: typeof viewItem, brokerUrl: () => string): ViewStore {
+/** Where the last view outlives storage.session (last-view.ts: storage.local). */
+export interface ViewCache {
+  /** The kept view, ready to paint, or null. */
+  read(): Promise<View | null>;
+  /** Keep what of `view` is kept (or drop it: signed out). */
+  keep(view: View): Promise<void>;
+}
+
+/**
+ * Serialised read-modify-write: the flow and the refresh update the view concurrently. With no
+ * view in storage.session (a browser restart), the cached one is the start, so that the refresh
+ * updates the licences in place; each write keeps the cache in step.
+ */
+export function createViewStore(
+  item: typeof viewItem,
+  brokerUrl: () => string,
+  cache: ViewCache,
+): ViewStore {
   return serialisedStore(
-    async () => (await item.getValue()) ?? emptyView(brokerUrl()),
-    (view) => item.setValue(view),
+    async () => (await item.getValue()) ?? (await cache.read()) ?? emptyView(brokerUrl()),
+    async (view) => {
+      await item.setValue(view);
+      await cache.keep(view);
+    },
   );
 }

@@ -2,6 +2,7 @@ import { fakeBrowser } from 'wxt/testing/fake-browser';
 import { hostPermissionFor } from '../broker-url.ts';
 import { createBackground, type Background } from '../background/service.ts';
 import { createStateStore, definePersistedStateItem, type StateStore } from '../state/persisted.ts';
+import { lastViewCache, lastViewItem } from '../state/last-view.ts';
 import { createViewStore, viewItem, type View } from '../state/view.ts';
 import { FakeBroker, type FakeLicence } from './fake-broker.ts';
 
@@ -93,7 +94,7 @@ export async function createHarness(
   const granted = new Set(options.granted ?? [hostPermissionFor(BROKER)]);
   const events: Harness['events'] = [];
   const state = createStateStore(definePersistedStateItem(BROKER));
-  const view = createViewStore(viewItem, () => BROKER);
+  const view = createViewStore(viewItem, () => BROKER, lastViewCache(lastViewItem));
   const listeners: (() => void)[] = [];
   const policy: Harness['policy'] = {
     value: options.managed ?? {},

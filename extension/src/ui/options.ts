@@ -45,9 +45,12 @@ export function mountOptions(root: HTMLElement, deps: OptionsDeps): void {
     'aria-describedby': 'broker-help broker-error',
     'data-testid': 'broker-url-input',
   });
+  // An alert, in the page from the start: its sentence is read out when it appears, also when
+  // Enter in the field submits (focus then stays in the field, and nothing else would say it).
   const brokerError = h('p', {
     id: 'broker-error',
     class: 'field-error',
+    role: 'alert',
     'data-testid': 'broker-url-error',
   });
   const brokerHelp = h('p', { id: 'broker-help', class: 'field-help' });

@@ -1,8 +1,10 @@
 import { browser } from 'wxt/browser';
 import { BUILD_BROKER_URL } from '../build-env.ts';
 import { sendMessage } from '../messaging.ts';
+import { lastViewItem, readLastView } from '../state/last-view.ts';
 import { emptyView, viewItem } from '../state/view.ts';
 import { localizeDocument } from './document.ts';
+import { prepareFormatters } from './i18n.ts';
 import { mountPopup } from './popup/mount.ts';
 
 /** Wires the popup to the real browser. */
@@ -21,7 +23,15 @@ export function startPopup(): void {
     },
     {
       send: sendMessage,
-      readView: () => viewItem.getValue(),
+      // Both at once: after a browser restart storage.session is empty, and the licences kept in
+      // storage.local are painted while the background wakes and refreshes them.
+      readView: async () => {
+        const [current, kept] = await Promise.all([
+          viewItem.getValue(),
+          readLastView(lastViewItem),
+        ]);
+        return current ?? kept;
+      },
       watchView: (listener) => void viewItem.watch(listener),
       requestHostPermission: (pattern) => browser.permissions.request({ origins: [pattern] }),
       openOptions: () => void browser.runtime.openOptionsPage(),
@@ -30,4 +40,6 @@ export function startPopup(): void {
       fallbackView: emptyView(BUILD_BROKER_URL),
     },
   );
+  // The view is being read from storage now: meanwhile, pay the formatters' start-up cost.
+  prepareFormatters();
 }

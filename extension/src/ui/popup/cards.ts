@@ -52,10 +52,13 @@ export function card(s: Screen, c: ConnectionView, index: number): HTMLElement {
     h(
       'header',
       { class: 'card-head' },
+      // One person may hold several licences: the heading names the licence too (for screen
+      // readers; it is on the card already), so that no two cards' headings are alike.
       h(
         'h3',
-        { id: titleId, class: 'card-name', 'data-testid': 'user-name' },
-        loading ? t('loadingDetails') : name,
+        { id: titleId, class: 'card-name' },
+        h('span', { 'data-testid': 'user-name' }, loading ? t('loadingDetails') : name),
+        h('span', { class: 'visually-hidden' }, `, ${licenceName}`),
       ),
       h(
         'span',
@@ -105,7 +108,7 @@ export function card(s: Screen, c: ConnectionView, index: number): HTMLElement {
           c.user.record !== undefined ? ` ${t('detailsOutdated')}` : '',
         )
       : null,
-    loading ? null : detailsBlock(s, c, secondary, summary.details),
+    loading ? null : detailsBlock(s, c, licenceName, secondary, summary.details),
     h(
       'div',
       { class: 'card-actions' },
@@ -155,6 +158,7 @@ function fact(f: Fact): Child {
 function detailsBlock(
   s: Screen,
   c: ConnectionView,
+  licenceName: string,
   secondary: readonly Fact[],
   fields: ReturnType<typeof summarizeUser>['details'],
 ): HTMLElement {
@@ -170,13 +174,18 @@ function detailsBlock(
     },
     h(
       'summary',
-      { 'data-testid': 'details-toggle', 'data-focus': `details:${c.id}` },
+      {
+        'data-testid': 'details-toggle',
+        'data-focus': `details:${c.id}`,
+        // "All details of <licence>": the visible words first, then which licence.
+        'aria-label': t('moreDetailsLabel', licenceName),
+      },
       t('moreDetails'),
     ),
     h(
       'dl',
       { class: 'tree', 'data-testid': 'user-details' },
-      secondary.map((f) => detailRow(t(FACT_LABELS[f.key]), f.value)),
+      secondary.map((f) => detailRow(t(FACT_LABELS[f.key]), f.value, f.key)),
       fields.map((field) => detailRow(fieldLabel(field), field.value)),
       detailRow(t('factConnectedSince'), { kind: 'date', iso: c.connectedAt, withTime: true }),
       detailRow(t('factServer'), {

@@ -15,6 +15,8 @@ export function display(d: Display): Child {
       return h('time', { datetime: d.iso }, formatDate(d.iso, d.withTime));
     case 'number':
       return formatNumber(d.value);
+    case 'identifier':
+      return h('span', { translate: 'no' }, d.text);
     case 'boolean':
       return t(d.value ? 'valueYes' : 'valueNo');
     case 'language':
@@ -52,8 +54,14 @@ const isGroup = (d: Display) =>
   d.kind === 'object' ||
   (d.kind === 'list' && d.items.some((i) => i.kind === 'object' || i.kind === 'list'));
 
-/** One row of a definition list: a label and its value (a group spans the row). */
-export function detailRow(label: string, value: Display): Child {
+/**
+ * One row of a definition list: a label and its value (a group spans the row). `fact` names a
+ * recognised field (`data-fact`, for tests).
+ */
+export function detailRow(label: string, value: Display, fact?: string): Child {
   const group = isGroup(value) ? 'is-group' : null;
-  return [h('dt', { class: group }, label), h('dd', { class: group }, display(value))];
+  return [
+    h('dt', { class: group }, label),
+    h('dd', { class: group, 'data-fact': fact }, display(value)),
+  ];
 }

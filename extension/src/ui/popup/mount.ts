@@ -6,14 +6,15 @@ import type { Problem } from '../../problems.ts';
 import type { View } from '../../state/view.ts';
 import { h, icon, ICONS } from '../dom.ts';
 import { t } from '../i18n.ts';
-import { focusListIfLost, keepingFocus } from './focus.ts';
+import { focusListIfLost, keepingFocus, watchInputModality } from './focus.ts';
 import type { Screen } from './screen.ts';
 import { screenOf } from './screens.ts';
 import { statusOf, type Retry, type StatusAction } from './status.ts';
 import { renderStatus } from './status-view.ts';
 
 /**
- * The popup: paints the view from storage.session at once, asks the background to refresh it,
+ * The popup: paints the view from storage.session at once (after a browser restart, when that is
+ * empty, the licences kept in storage.local: state/last-view.ts), asks the background to refresh it,
  * re-renders whenever the background writes a new one, and sends every action through the
  * message map. One render loop over its parts: the status line (status.ts decides which message
  * wins, status-view.ts draws it), the screens and cards (screens.ts, cards.ts, details.ts), and
@@ -36,6 +37,9 @@ export interface PopupDeps {
   readonly fallbackView: View;
 }
 
+/** The User Timing mark of the first licence card on screen. */
+export const FIRST_CARD_MARK = 'baton:first-card';
+
 export interface PopupElements {
   readonly status: HTMLElement;
   readonly main: HTMLElement;
@@ -52,6 +56,7 @@ export function mountPopup(elements: PopupElements, deps: PopupDeps): void {
     statusKey: '',
   };
 
+  watchInputModality(document);
   elements.settingsButton.setAttribute('aria-label', t('openSettings'));
   elements.settingsButton.title = t('openSettings');
   elements.settingsButton.replaceChildren(icon(ICONS.settings));
@@ -125,12 +130,24 @@ export function mountPopup(elements: PopupElements, deps: PopupDeps): void {
     chooseLocale: (locale) => (ui.locale = locale),
     connect,
     refresh,
-    signOut: () => void act('signOut', 'session.signOut', null),
+    signOut: () => void act('signOut', 'session.signOut', null).then(focusListIfLost),
     disconnect: (id) =>
       void act(`disconnect:${id}`, 'connection.disconnect', { connectionId: id }).then(
         focusListIfLost,
       ),
   });
+
+  /**
+   * A User Timing mark when the first licence card is in the DOM, measured from the popup's
+   * navigation start: test/bench/popup-timing.ts reads it, and so can DevTools.
+   */
+  let cardMarked = false;
+  function markFirstCard(): void {
+    if (cardMarked || elements.main.querySelector('[data-testid="connection-card"]') === null)
+      return;
+    cardMarked = true;
+    performance.mark(FIRST_CARD_MARK);
+  }
 
   function render(): void {
     const v = ui.view;
@@ -158,6 +175,7 @@ export function mountPopup(elements: PopupElements, deps: PopupDeps): void {
         ),
       );
     });
+    markFirstCard();
   }
 
   deps.watchView((view) => {

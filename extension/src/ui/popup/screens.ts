@@ -14,7 +14,11 @@ function signedOutScreen(s: Screen): Child {
     'section',
     { class: 'intro', 'aria-labelledby': 'intro-title', 'data-testid': 'signed-out' },
     h('div', { class: 'intro-badge', 'aria-hidden': 'true' }, icon(ICONS.plug)),
-    h('h2', { id: 'intro-title', class: 'intro-title', tabindex: '-1' }, t('signedOutTitle')),
+    h(
+      'h2',
+      { id: 'intro-title', class: 'intro-title', tabindex: '-1', 'data-focus': 'intro-title' },
+      t('signedOutTitle'),
+    ),
     h('p', { class: 'intro-text' }, t('signedOutBody')),
     connectForm(s, 'connectButton'),
   );

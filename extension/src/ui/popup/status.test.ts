@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { Problem } from '../../problems.ts';
 import {
   emptyView,
+  type ConnectionView,
   type FlowState,
   type Notice,
   type SyncState,
@@ -13,9 +14,30 @@ import { OUTCOME_FRESH_MS, statusOf, type StatusModel } from './status.ts';
 const NOW = Date.UTC(2026, 10, 24, 12);
 const BROKER = 'https://broker.example.be';
 
+const connection = (id: string, status: ConnectionView['status']): ConnectionView => ({
+  id,
+  status,
+  apiOrigin: 'https://api.provider.example',
+  connectedAt: '2026-11-01T10:00:00Z',
+  accessExpiresAt: null,
+  disconnectedReason: status === 'disconnected' ? 'refresh_rejected' : null,
+  user: { status: 'loaded', record: { name: 'An Peeters' }, fetchedAt: NOW },
+});
+
+/** Signed in with c1 connected (the last flow's licence) and c2 disconnected (being reconnected). */
 const view = (
-  parts: { flow?: FlowState; notice?: Notice | null; sync?: SyncState } = {},
-): View => ({ ...emptyView(BROKER), signedIn: true, ...parts });
+  parts: {
+    flow?: FlowState;
+    notice?: Notice | null;
+    sync?: SyncState;
+    connections?: ConnectionView[];
+  } = {},
+): View => ({
+  ...emptyView(BROKER),
+  signedIn: true,
+  connections: [connection('c1', 'connected'), connection('c2', 'disconnected')],
+  ...parts,
+});
 
 const running: FlowState = { status: 'running', locale: 'nl', reconnectId: null, startedAt: NOW };
 const failed = (problem: Problem, at = NOW - 1000): FlowState => ({
@@ -197,10 +219,13 @@ describe('which message the status line shows', () => {
     ],
     [
       'a notice wins over a failed refresh',
-      view({ notice: { kind: 'disconnected', connectionId: 'c1' }, sync: syncFailed }),
+      view({
+        notice: { kind: 'disconnected', connectionId: 'c3' },
+        sync: syncFailed,
+      }),
       null,
       {
-        key: 'notice:disconnected:c1',
+        key: 'notice:disconnected:c3',
         state: 'notice',
         tone: 'info',
         problem: undefined,
@@ -221,5 +246,48 @@ describe('which message the status line shows', () => {
     ],
   ])('%s', (_name, v, localError, expected) => {
     expect(shape(statusOf(v, localError, NOW))).toEqual(expected);
+  });
+});
+
+describe('a message about one connection goes when that connection changes', () => {
+  it.each<[string, View, string | null]>([
+    [
+      '"connected" goes once that licence shows as disconnected (revoked since)',
+      view({ flow: succeeded(), connections: [connection('c1', 'disconnected')] }),
+      null,
+    ],
+    [
+      '"connected" goes once that licence is gone, and the next message shows',
+      view({ flow: succeeded(), connections: [], notice: { kind: 'session_ended' } }),
+      'notice:session_ended',
+    ],
+    [
+      '"connected" stays while another licence changes',
+      view({
+        flow: succeeded(),
+        connections: [connection('c1', 'connected'), connection('c3', 'disconnected')],
+      }),
+      `flow-ok:${NOW - 1000}`,
+    ],
+    [
+      'a failed reconnection goes once that licence is connected again',
+      view({
+        flow: failed({ code: 'access_denied' }),
+        connections: [connection('c2', 'connected')],
+      }),
+      null,
+    ],
+    [
+      'a failed reconnection goes with its licence',
+      view({ flow: failed({ code: 'cancelled' }), connections: [connection('c1', 'connected')] }),
+      null,
+    ],
+    [
+      '"disconnected" goes once that licence is back in the list',
+      view({ notice: { kind: 'disconnected', connectionId: 'c1' }, sync: syncFailed }),
+      'sync:timeout',
+    ],
+  ])('%s', (_name, v, key) => {
+    expect(statusOf(v, null, NOW)?.key ?? null).toBe(key);
   });
 });

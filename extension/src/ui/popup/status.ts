@@ -45,13 +45,23 @@ export interface StatusModel {
 const DISMISS: StatusAction = { kind: 'dismiss' };
 const REFRESH: Retry = { kind: 'refresh' };
 
+/** One connection as the list has it now. */
+function connectionState(v: View, id: string): 'connected' | 'disconnected' | 'absent' {
+  return v.connections.find((c) => c.id === id)?.status ?? 'absent';
+}
+
 /**
  * Which message the status line shows, by precedence: a flow in progress, then an error of the
  * popup's own, then a fresh flow outcome (failed, then succeeded), then a notice from the
- * background, then a failed list refresh; else nothing. Pure: the table in status.test.ts.
+ * background, then a failed list refresh; else nothing. A message about one connection ("Licence
+ * connected.", a failed reconnection, "Licence disconnected.") holds only while that connection
+ * is as the message left it: once it changes (revoked, reconnected elsewhere, back in the list)
+ * the message is stale and the next one shows. Pure: the tables in status.test.ts.
  */
 export function statusOf(v: View, localError: Problem | null, now: number): StatusModel | null {
   const flow = v.flow;
+  const current = (id: string | null, expected: ReturnType<typeof connectionState>) =>
+    id === null || connectionState(v, id) === expected;
   if (flow.status === 'running') {
     return {
       key: `running:${flow.startedAt}`,
@@ -62,11 +72,19 @@ export function statusOf(v: View, localError: Problem | null, now: number): Stat
     };
   }
   if (localError !== null) return problemStatus(v, localError, 'local-error', REFRESH, now);
-  if (flow.status === 'failed' && now - flow.at < OUTCOME_FRESH_MS) {
+  if (
+    flow.status === 'failed' &&
+    now - flow.at < OUTCOME_FRESH_MS &&
+    current(flow.reconnectId, 'disconnected')
+  ) {
     const retry: Retry = { kind: 'connect', reconnectId: flow.reconnectId };
     return problemStatus(v, flow.problem, `flow-failed:${flow.at}`, retry, now);
   }
-  if (flow.status === 'succeeded' && now - flow.at < OUTCOME_FRESH_MS) {
+  if (
+    flow.status === 'succeeded' &&
+    now - flow.at < OUTCOME_FRESH_MS &&
+    current(flow.connectionId, 'connected')
+  ) {
     return {
       key: `flow-ok:${flow.at}`,
       state: 'success',
@@ -75,7 +93,10 @@ export function statusOf(v: View, localError: Problem | null, now: number): Stat
       actions: [DISMISS],
     };
   }
-  if (v.notice !== null) {
+  if (
+    v.notice !== null &&
+    (v.notice.kind !== 'disconnected' || current(v.notice.connectionId, 'absent'))
+  ) {
     const notice = v.notice;
     const plain = (key: string, tone: Tone, text: string, problem?: ProblemCode) => ({
       key,
