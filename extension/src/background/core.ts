@@ -1,6 +1,6 @@
 import type { ManagedSettings } from '../managed.ts';
 import type { PersistedState, StateStore } from '../state/persisted.ts';
-import type { View, ViewStore } from '../state/view.ts';
+import type { Notice, View, ViewStore } from '../state/view.ts';
 import type { BrokerClient } from './broker-client.ts';
 import type { BackgroundDeps } from './service.ts';
 
@@ -31,4 +31,6 @@ export interface BackgroundCore {
   newEpoch(): void;
   /** Reload the connection list and each user record (single flight). */
   refresh(): Promise<void>;
+  /** Forget the session locally (the broker said it is gone, or the user signed out). */
+  endSession(notice: Notice): Promise<void>;
 }

@@ -1,10 +1,12 @@
 import type { Connection } from '@baton/shared';
 import { hostPermissionFor } from '../broker-url.ts';
+import type { ApiHandlers } from '../api.ts';
 import type { Handlers } from '../messaging.ts';
 import { NOT_MANAGED, effectiveSettings, parseManaged, type ManagedSettings } from '../managed.ts';
 import { ProblemError, toProblem, type Problem } from '../problems.ts';
 import type { PersistedState, StateStore } from '../state/persisted.ts';
 import type { ConnectionView, FlowState, Notice, View, ViewStore } from '../state/view.ts';
+import { createApiCalls } from './api-calls.ts';
 import { createBrokerClient, type BrokerClient } from './broker-client.ts';
 import { mergeConnections } from './connection-views.ts';
 import type { BackgroundCore } from './core.ts';
@@ -46,6 +48,8 @@ export interface BackgroundDeps {
 
 export interface Background {
   readonly handlers: Handlers;
+  /** The integrator's API (api.ts), for extension pages and listed content scripts. */
+  readonly api: ApiHandlers;
   /** Start-up work (migration, recovering from a flow the previous worker did not finish). */
   readonly ready: Promise<void>;
   /** Resolves when no flow and no refresh is running (for tests and callers that must wait). */
@@ -106,6 +110,7 @@ export function createBackground(deps: BackgroundDeps): Background {
     track,
     newEpoch: () => void (epoch += 1),
     refresh: () => refresh(),
+    endSession: (notice) => endSession(notice),
   };
 
   async function readManaged(): Promise<ManagedSettings> {
@@ -355,8 +360,15 @@ export function createBackground(deps: BackgroundDeps): Background {
     'settings.save': afterReady(settings.save),
   };
 
+  const apiCalls = createApiCalls(core);
+  const api: ApiHandlers = {
+    'api.request': afterReady(apiCalls['api.request']),
+    'api.connections': afterReady(apiCalls['api.connections']),
+  };
+
   return {
     handlers,
+    api,
     ready,
     async idle() {
       await ready;

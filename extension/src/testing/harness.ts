@@ -74,6 +74,8 @@ export interface Harness {
   readonly policy: { value: unknown; changed(): Promise<void> };
   view(): Promise<View>;
   send: Background['handlers'];
+  /** The integrator's API (api.ts), as the background answers it. */
+  api: Background['api'];
 }
 
 export async function createHarness(
@@ -132,6 +134,7 @@ export async function createHarness(
     policy,
     view: () => view.read(),
     send: background.handlers,
+    api: background.api,
   };
 }
 
