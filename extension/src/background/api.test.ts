@@ -10,7 +10,8 @@ import {
   BROKER,
   createHarness,
   LICENCE_A,
-  LICENCE_B,
+  SESSION_TOKEN as TOKEN,
+  signedIn,
   T0,
   type Harness,
 } from '../testing/harness.ts';
@@ -18,24 +19,7 @@ import { createApiListener } from './api-listener.ts';
 import { createMessageListener } from './message-listener.ts';
 import { isExtensionPage, type MessageSender } from './senders.ts';
 
-const TOKEN = 'session-token-1';
 const ME: ApiRequest = { connectionId: 'conn-a', method: 'GET', path: 'users.me' };
-
-/** A harness whose storage already holds a session the fake broker knows. */
-async function signedIn(): Promise<Harness> {
-  const h = await createHarness({
-    seed: () =>
-      fakeBrowser.storage.local.set({
-        state: {
-          settings: { brokerUrl: null, locale: null },
-          session: { sessionToken: TOKEN, brokerUrl: BROKER },
-        },
-        state$: { v: 2 },
-      }),
-  });
-  h.broker.seedSession(TOKEN, [LICENCE_A, LICENCE_B]);
-  return h;
-}
 
 describe('api.request', () => {
   it('answers with the license API’s status, body and safe headers; the token goes to the broker only', async () => {
