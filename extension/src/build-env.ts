@@ -14,9 +14,12 @@ function resolve(raw: string | undefined): string {
 
 /**
  * The origins whose content scripts may use the integrator's API (`WXT_API_ORIGINS`, checked by
- * wxt.config.ts at build time, so an invalid list never ships); none when it is unset.
+ * wxt.config.ts at build time, so an invalid list never ships); none when it is unset. Marked
+ * pure, so that the popup, which imports this module for the broker URL only, leaves it out.
  */
-export const BUILD_API_ORIGINS: readonly ApiOrigin[] = originsOf(import.meta.env.WXT_API_ORIGINS);
+export const BUILD_API_ORIGINS: readonly ApiOrigin[] = /* @__PURE__ */ originsOf(
+  import.meta.env.WXT_API_ORIGINS,
+);
 
 function originsOf(raw: string | undefined): readonly ApiOrigin[] {
   const parsed = parseApiOrigins(raw);
