@@ -1,6 +1,8 @@
 import { DEV_FIREFOX_GECKO_ID } from '@baton/shared';
+import { fileURLToPath } from 'node:url';
 import type { Plugin } from 'vite';
 import { defineConfig } from 'wxt';
+import { matchPatternAllowed, parseApiOrigins, type ApiOrigin } from './src/api-origins.ts';
 import { DEFAULT_BROKER_URL, hostPermissionFor, parseBrokerUrl } from './src/broker-url.ts';
 import { DEV_CHROME_PUBLIC_KEY } from './src/dev-identity.ts';
 import { releaseSettings } from './src/release.ts';
@@ -25,6 +27,44 @@ function buildBrokerUrl(): string {
 const release = process.env['BATON_RELEASE'] === '1' ? releaseSettings(process.env) : null;
 const brokerUrl = release?.brokerUrl ?? buildBrokerUrl();
 
+/** The origins whose content scripts may use the API (docs/extending.md); none when unset. */
+function buildApiOrigins(): readonly ApiOrigin[] {
+  const parsed = parseApiOrigins(process.env['WXT_API_ORIGINS']);
+  if (!parsed.ok)
+    throw new Error(
+      `WXT_API_ORIGINS is not valid:\n${parsed.problems.map((p) => `  - ${p}`).join('\n')}`,
+    );
+  return parsed.origins;
+}
+const apiOrigins = release?.apiOrigins ?? buildApiOrigins();
+
+/**
+ * The end-to-end tests' build (BATON_E2E=1, test/e2e/global-setup.ts) adds a content script made
+ * only for them (src/testing/api-probe.content.ts). It is declared on an unlisted origin too, on
+ * purpose: the tests prove that the background refuses it there. Never in a store build.
+ */
+const E2E_PROBE = 'baton-e2e-api-probe';
+const e2e = process.env['BATON_E2E'] === '1';
+if (e2e && release !== null)
+  throw new Error('BATON_E2E=1 adds a test-only content script: never in a release build.');
+
+/**
+ * Content scripts are declared for the listed origins only: a match pattern beyond them fails the
+ * build, rather than injecting a script whose every call the background would refuse.
+ */
+function checkContentScripts(manifest: {
+  content_scripts?: readonly { js?: readonly string[]; matches?: readonly string[] }[];
+}): void {
+  const outside = (manifest.content_scripts ?? [])
+    .filter((script) => !(e2e && script.js?.includes(`content-scripts/${E2E_PROBE}.js`)))
+    .flatMap((script) => script.matches ?? [])
+    .filter((pattern) => !matchPatternAllowed(pattern, apiOrigins));
+  if (outside.length > 0)
+    throw new Error(
+      `Content scripts match beyond WXT_API_ORIGINS (${process.env['WXT_API_ORIGINS'] ?? 'unset'}): ${outside.join(', ')}`,
+    );
+}
+
 /**
  * zod (through @baton/shared's schemas) probes whether it may compile validators with
  * `Function("")`. An MV3 extension's CSP forbids that anyway, so the probe can only fail (and be
@@ -47,6 +87,17 @@ function zodWithoutEvalProbe(): Plugin {
 export default defineConfig({
   modules: ['@wxt-dev/webextension-polyfill'],
   vite: () => ({ plugins: [zodWithoutEvalProbe()] }),
+  hooks: {
+    'entrypoints:found': (_wxt, infos) => {
+      if (!e2e) return;
+      infos.push({
+        name: E2E_PROBE,
+        inputPath: fileURLToPath(new URL('./src/testing/api-probe.content.ts', import.meta.url)),
+        type: 'content-script',
+      });
+    },
+    'build:manifestGenerated': (_wxt, manifest) => checkContentScripts(manifest),
+  },
   manifest: ({ browser }) => ({
     name: '__MSG_extName__',
     description: '__MSG_extDescription__',

@@ -1,6 +1,7 @@
 /**
  * Opens the release zips `pnpm release` made under .output/ and checks them as the stores will:
  * no development `key`, the given Firefox add-on id, the https broker as the one host permission,
+ * content scripts for WXT_API_ORIGINS only and none of the end-to-end tests' (BATON_E2E),
  * every `__MSG_…__` of the manifest resolved in en, fr and nl, the package.json version, and
  * `web-ext lint` clean on the Firefox package. Prints the sizes. Run with the build variables:
  *   WXT_BROKER_URL=https://… WXT_GECKO_ID=… node scripts/release-check.ts
@@ -19,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { unzipSync } from 'fflate';
+import { matchPatternAllowed } from '../src/api-origins.ts';
 import { hostPermissionFor } from '../src/broker-url.ts';
 import { releaseSettings } from '../src/release.ts';
 
@@ -28,7 +30,7 @@ const { version, name } = JSON.parse(readFileSync(join(root, 'package.json'), 'u
   version: string;
   name: string;
 };
-const { brokerUrl, geckoId } = releaseSettings(process.env);
+const { brokerUrl, geckoId, apiOrigins } = releaseSettings(process.env);
 const problems: string[] = [];
 const check = (ok: boolean, problem: string) => {
   if (!ok) problems.push(problem);
@@ -45,6 +47,7 @@ type Manifest = Record<string, unknown> & {
   version?: string;
   host_permissions?: string[];
   optional_host_permissions?: string[];
+  content_scripts?: { matches?: string[]; js?: string[] }[];
   browser_specific_settings?: { gecko?: { id?: string; data_collection_permissions?: unknown } };
 };
 
@@ -65,6 +68,13 @@ function inspect(label: 'chrome' | 'firefox'): Record<string, Uint8Array> {
     ),
     `${label}: a host permission is not https`,
   );
+  // Content scripts only for the listed origins (WXT_API_ORIGINS), and never the tests' own.
+  const outside = (manifest.content_scripts ?? [])
+    .flatMap((script) => script.matches ?? [])
+    .filter((pattern) => !matchPatternAllowed(pattern, apiOrigins));
+  check(outside.length === 0, `${label}: content scripts match beyond WXT_API_ORIGINS: ${outside}`);
+  const testOnly = Object.keys(files).filter((path) => /baton-e2e|testing\//.test(path));
+  check(testOnly.length === 0, `${label}: test-only files inside: ${testOnly.join(', ')}`);
   for (const locale of ['en', 'fr', 'nl']) {
     const path = `_locales/${locale}/messages.json`;
     if (files[path] === undefined) {

@@ -12,6 +12,12 @@ import {
   type FirefoxOptions,
   type UiPage,
 } from '../support/browsers.ts';
+import {
+  CHROMIUM_POLICY_DIR,
+  freshExtension,
+  writeChromiumPolicy,
+  type FreshExtension,
+} from '../support/chromium-policy.ts';
 import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';
 import { freePort } from '../support/ports.ts';
 import type { BrokerProcess } from '../support/process.ts';
@@ -20,8 +26,10 @@ import { logWritten } from '../support/wait.ts';
 /**
  * The settings around the flow, in real browsers: the broker's own pages in the sign-in window in
  * the flow's language, a broker that refuses this browser's redirect URL (said at once, with the
- * URL to allow), and the organisation's policy (managed storage) in Firefox, read from a real
- * managed-storage manifest. Screenshots of each state: test-results/e2e/settings/.
+ * URL to allow), and the organisation's policy (managed storage): in Firefox read from a real
+ * managed-storage manifest, in Chromium from a real policy file in /etc/chromium/policies/managed
+ * (which takes root: the test fails, saying so, where it cannot write there). Screenshots of each
+ * state: test-results/e2e/settings/.
  */
 const port = inject('brokerPort');
 const output = (name: string) =>
@@ -49,11 +57,14 @@ const status = (state: string) => `[data-testid="status"][data-state="${state}"]
 let stack: E2eStack;
 let refusing: BrokerProcess;
 let other: BrokerProcess;
+/** The port of the broker Chromium's policy names (started for that extension's own id). */
+let policyPort: number;
 
 beforeAll(async () => {
   await mkdir(shots, { recursive: true });
   const [refusingPort, otherPort] = [await freePort(), await freePort()];
-  stack = await startE2eStack(port, [otherPort]);
+  policyPort = await freePort();
+  stack = await startE2eStack(port, [otherPort, policyPort]);
   refusing = await stack.startBroker(refusingPort, SOMEONE_ELSE);
   other = await stack.startBroker(otherPort);
 });
@@ -226,4 +237,100 @@ describe('in firefox, with the organisation’s policy (a managed-storage manife
       }
     },
   );
+});
+
+describe(`in chromium, with the organisation’s policy (a file in ${CHROMIUM_POLICY_DIR})`, () => {
+  let extension: FreshExtension;
+  let managedBroker: BrokerProcess;
+  /** Every policy file written, removed by its test and, should that not end, here. */
+  const policies: AsyncDisposable[] = [];
+
+  beforeAll(async () => {
+    extension = await freshExtension(output('chrome-mv3'));
+    managedBroker = await stack.startBroker(policyPort, extension.redirectUrl);
+  });
+
+  afterAll(async () => {
+    for (const policy of policies) await policy[Symbol.asyncDispose]();
+    await managedBroker?.stop();
+    await extension?.[Symbol.asyncDispose]();
+  });
+
+  /** Chromium started with `settings` as the organisation's policy for this extension. */
+  async function launchManaged(settings: Record<string, unknown>): Promise<ExtensionBrowser> {
+    const policy = await writeChromiumPolicy(extension.id, settings);
+    policies.push(policy);
+    return launchChromium(extension.dir);
+  }
+
+  it('a managed broker and language win from the first open, and the flow goes there', async () => {
+    const browser = await launchManaged({ brokerUrl: managedBroker.url, locale: 'fr' });
+    try {
+      const popup = await browser.openPopup();
+      await popup.waitFor('[data-testid="connect-button"]');
+      expect(await popup.evaluate('chrome.storage.managed.get()')).toEqual({
+        brokerUrl: managedBroker.url,
+        locale: 'fr',
+      });
+      const window = await browser.authWindow(
+        () => popup.click('[data-testid="connect-button"]'),
+        stack.sandbox.url,
+      );
+      await window.waitFor('html[lang="fr"]');
+      await window.fill('#email', 'lotte.vermeulen@example.be');
+      await window.fill('#password', DEMO_PASSWORD);
+      await window.click('#login');
+      await window.waitFor('#license-lic-1001');
+      await window.click('#license-lic-1001');
+      await window.click('#continue');
+      await window.waitFor('#authorize');
+      await window.click('#authorize').catch(() => undefined);
+      await popup.waitFor('[data-testid="connection-card"][data-status="connected"]');
+      await popup.screenshot(join(shots, 'chromium-managed-connected.png'));
+      // The organisation's broker ran the flow; the build's never saw it.
+      await Promise.all([logWritten(managedBroker), logWritten(stack.broker)]);
+      expect(managedBroker.lines.join('\n')).toContain('/auth/callback');
+      expect(stack.broker.lines.join('\n')).not.toContain('/auth/callback');
+    } finally {
+      await browser.close();
+      await policies.pop()?.[Symbol.asyncDispose]();
+    }
+  });
+
+  it('the options page shows the policy’s settings as the organisation’s, locked', async () => {
+    const browser = await launchManaged({ brokerUrl: refusing.url, locale: 'fr' });
+    try {
+      const options = await browser.openPage('options.html');
+      await options.waitFor('[data-testid="broker-managed"]:not([hidden])');
+      expect(
+        await options.evaluate<unknown>(`(() => {
+          const input = document.querySelector('[data-testid="broker-url-input"]');
+          const radios = [...document.querySelectorAll('[data-testid="default-locale"] input')];
+          return {
+            value: input.value,
+            readOnly: input.readOnly,
+            checked: radios.find((r) => r.checked)?.value,
+            disabled: radios.every((r) => r.disabled),
+          };
+        })()`),
+      ).toEqual({ value: refusing.url, readOnly: true, checked: 'fr', disabled: true });
+      await options.screenshot(join(shots, 'chromium-managed-options.png'));
+
+      // The background refuses a change however it is asked.
+      const reply = await options.evaluate<unknown>(
+        `chrome.runtime.sendMessage({ type: 'settings.save', data: { brokerUrl: ${JSON.stringify(stack.broker.url)} } })`,
+      );
+      expect(reply).toEqual({ ok: true, value: { ok: false, problem: 'managed' } });
+
+      // Refused by the policy's broker, which its log shows was the one asked.
+      const popup = await browser.openPopup();
+      await popup.waitFor('[data-testid="connect-button"]');
+      const redirectUrl = await popup.evaluate<string>('chrome.identity.getRedirectURL()');
+      expect(redirectUrl).toBe(extension.redirectUrl);
+      await expectRefusedAtOnce(popup, redirectUrl, REFUSED['en-US']);
+    } finally {
+      await browser.close();
+      await policies.pop()?.[Symbol.asyncDispose]();
+    }
+  });
 });

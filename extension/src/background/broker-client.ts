@@ -10,6 +10,7 @@ import {
   type SessionCreateResponse,
 } from '@baton/shared';
 import { ProblemError, type Problem, type ProblemCode } from '../problems.ts';
+import type { ApiCall } from './api-request.ts';
 
 /**
  * The broker's HTTP API as the background uses it. Every failure leaves here as a
@@ -42,6 +43,11 @@ export interface BrokerClient {
   getUser(token: string, connectionId: string): Promise<unknown>;
   deleteConnection(token: string, connectionId: string): Promise<void>;
   deleteSession(token: string): Promise<void>;
+  /**
+   * A license API call through the proxy (the integrator's API, api.ts): the license API's answer
+   * whatever its status, its body unread; the broker's own errors and redirects as problems.
+   */
+  callApi(token: string, call: ApiCall): Promise<Response>;
 }
 
 const DEFAULT_TIMEOUT_MS = 20_000;
@@ -133,6 +139,23 @@ export function createBrokerClient(options: BrokerClientOptions): BrokerClient {
     },
     async deleteSession(token) {
       await send('DELETE', routes.session, token);
+    },
+    async callApi(token, call) {
+      const headers: Record<string, string> = {
+        Accept: 'application/json',
+        Authorization: `Bearer ${token}`,
+      };
+      if (call.body !== null) headers['Content-Type'] = 'application/json';
+      const path = routes.proxy(call.connectionId, call.path);
+      const response = await reach(call.query === '' ? path : `${path}?${call.query}`, {
+        method: call.method,
+        headers,
+        ...(call.body !== null && { body: call.body }),
+      });
+      const brokers = !response.ok && response.headers.has(BROKER_ERROR_HEADER);
+      if (brokers || response.type === 'opaqueredirect')
+        throw new ProblemError(await problemFromResponse(response, now, 'upstream'));
+      return response;
     },
   };
 }

@@ -1,12 +1,45 @@
 import type { ManagedSettings } from '../managed.ts';
 import type { PersistedState, StateStore } from '../state/persisted.ts';
-import type { View, ViewStore } from '../state/view.ts';
+import type { Notice, View, ViewStore } from '../state/view.ts';
 import type { BrokerClient } from './broker-client.ts';
-import type { BackgroundDeps } from './service.ts';
 
 /**
- * What the background's parts (the flow runner, the settings, the connection list) share: the
- * injected effects, the two stores, and the few rules about them.
+ * The background's behaviour, with every outside effect injected: the broker (`fetch`), the
+ * browser's identity and permissions APIs, the clock, and the two stores. entrypoints/background.ts
+ * wires the real ones; the tests wire fakes.
+ */
+export interface BackgroundDeps {
+  readonly buildBrokerUrl: string;
+  readonly state: StateStore;
+  readonly view: ViewStore;
+  readonly fetch: typeof fetch;
+  readonly now: () => number;
+  readonly identity: {
+    getRedirectURL(): string;
+    /** `identity.launchWebAuthFlow({ url, interactive: true })`. */
+    launchWebAuthFlow(url: string): Promise<string | undefined>;
+  };
+  /** Whether the extension holds the host permission (a match pattern) for the broker. */
+  readonly hasHostPermission: (pattern: string) => Promise<boolean>;
+  readonly createVerifier?: () => string;
+  /** Keeps the service worker awake while the user is on the authorization pages. */
+  readonly keepAlive?: () => () => void;
+  /**
+   * The organisation's settings (`storage.managed`, read as is: managed.ts checks them), and a
+   * way to hear that they changed. Absent: nothing is managed.
+   */
+  readonly managed?: {
+    read(): Promise<unknown>;
+    onChange(listener: () => void): void;
+  };
+  /** Events with codes and flags only: never a token, a handoff, a verifier or user data. */
+  readonly log?: (event: string, fields?: Record<string, string | number | boolean>) => void;
+}
+
+/**
+ * What the background's parts (the flow runner, the settings, the connection list, the API) share:
+ * the injected effects, the two stores, and the few rules about them. service.ts makes it; the
+ * parts take it and import nothing of service.ts.
  */
 export interface BackgroundCore {
   readonly deps: BackgroundDeps;
@@ -27,8 +60,12 @@ export interface BackgroundCore {
   requirePermission(brokerUrl: string): Promise<void>;
   /** Counts `work` as running until it settles (see Background.idle). */
   track<T>(work: Promise<T>): Promise<T>;
+  /** Bumped whenever the session or the broker changes: work started under an older one is stale. */
+  epoch(): number;
   /** The session or the broker changed: late results of older work are to be dropped. */
   newEpoch(): void;
   /** Reload the connection list and each user record (single flight). */
   refresh(): Promise<void>;
+  /** Forget the session locally (the broker said it is gone, or the user signed out). */
+  endSession(notice: Notice): Promise<void>;
 }

@@ -1,9 +1,11 @@
 import { browser } from 'wxt/browser';
-import { BUILD_BROKER_URL } from '../build-env.ts';
+import { BUILD_API_ORIGINS, BUILD_BROKER_URL } from '../build-env.ts';
 import { createStateStore, definePersistedStateItem } from '../state/persisted.ts';
 import { lastViewCache, lastViewItem } from '../state/last-view.ts';
 import { createViewStore, viewItem } from '../state/view.ts';
+import { createApiListener } from './api-listener.ts';
 import { createMessageListener } from './message-listener.ts';
+import { isExtensionPage, type Self } from './senders.ts';
 import { createBackground } from './service.ts';
 
 const KEEP_ALIVE_MS = 20_000;
@@ -13,6 +15,8 @@ const KEEP_ALIVE_MS = 20_000;
  * message listener is registered before the event that woke the worker is dispatched.
  */
 export function startBackground(): void {
+  const log = (event: string, fields?: Record<string, string | number | boolean>) =>
+    console.info(`[baton] ${event}`, fields ?? {});
   const background = createBackground({
     buildBrokerUrl: BUILD_BROKER_URL,
     state: createStateStore(definePersistedStateItem(BUILD_BROKER_URL)),
@@ -37,13 +41,19 @@ export function startBackground(): void {
       const timer = setInterval(() => void browser.runtime.getPlatformInfo(), KEEP_ALIVE_MS);
       return () => clearInterval(timer);
     },
-    log: (event, fields) => console.info(`[baton] ${event}`, fields ?? {}),
+    log,
   });
+  const self: Self = { id: browser.runtime.id, pagesBase: browser.runtime.getURL('/') };
+  // Two listeners, for disjoint messages: the popup's and options page's answer extension pages
+  // only; the integrator's API also answers content scripts on the listed origins.
   browser.runtime.onMessage.addListener(
     createMessageListener(
       background.handlers,
-      (sender) => sender.id === browser.runtime.id,
+      (sender) => isExtensionPage(sender, self),
       (type, error) => console.error(`[baton] ${type} failed`, error),
     ),
+  );
+  browser.runtime.onMessage.addListener(
+    createApiListener(background.api, { self, origins: BUILD_API_ORIGINS, log }),
   );
 }

@@ -1,5 +1,6 @@
 import { LOCALES, type Locale } from '@baton/shared';
 import type { Envelope, Handlers, MessageRequest, MessageType } from '../messaging.ts';
+import type { MessageSender } from './senders.ts';
 
 /**
  * The background's side of the message map (src/messaging.ts): every request's shape is checked
@@ -49,14 +50,11 @@ function dispatch(handlers: Handlers, envelope: Envelope): Promise<unknown> {
   return handler(envelope.data);
 }
 
-export interface MessageSender {
-  readonly id?: string | undefined;
-}
-
 /**
  * The background's `runtime.onMessage` listener. Answers through `sendResponse` (and returns
  * `true`), which Chrome, Firefox, the polyfill and WXT's fake browser all support. Messages that
- * are not ours, or from a sender that is not trusted, are left unanswered.
+ * are not ours, or from a sender that is not trusted (main.ts trusts the extension's own pages,
+ * never a content script: senders.ts), are left unanswered.
  */
 export function createMessageListener(
   handlers: Handlers,

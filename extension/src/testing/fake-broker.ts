@@ -241,13 +241,15 @@ export class FakeBroker {
     if (method === 'GET' && path === routes.connections) {
       return jsonResponse(200, { connections: [...session.values()].map((s) => s.connection) });
     }
-    const proxy = /^\/connections\/([^/]+)\/api\/users\.me$/.exec(path);
-    if (method === 'GET' && proxy !== null) {
+    const proxy = /^\/connections\/([^/]+)\/api\/(.*)$/.exec(path);
+    if (proxy !== null) {
       const stored = session.get(decodeURIComponent(proxy[1] ?? ''));
       if (stored === undefined) return errorResponse('not_found');
       if (stored.connection.status === 'disconnected')
         return errorResponse('reauthorization_required');
-      return jsonResponse(200, stored.user);
+      if (method === 'GET' && proxy[2] === 'users.me') return jsonResponse(200, stored.user);
+      // Any other path is the license API's business: this one knows none (no broker mark).
+      return jsonResponse(404, { error: 'no_such_path' });
     }
     const one = /^\/connections\/([^/]+)$/.exec(path);
     if (method === 'DELETE' && one !== null) {

@@ -6,7 +6,9 @@ import { lastViewCache, lastViewItem } from '../state/last-view.ts';
 import { createViewStore, viewItem, type View } from '../state/view.ts';
 import { FakeBroker, type FakeLicence } from './fake-broker.ts';
 
-export { LICENCE_A, LICENCE_B } from './fixtures.ts';
+import { LICENCE_A, LICENCE_B } from './fixtures.ts';
+
+export { LICENCE_A, LICENCE_B };
 
 export const BROKER = 'http://127.0.0.1:8787';
 export const REDIRECT_URL = 'https://abcdefghijklmnopabcdefghijklmnop.chromiumapp.org/';
@@ -75,6 +77,8 @@ export interface Harness {
   readonly policy: { value: unknown; changed(): Promise<void> };
   view(): Promise<View>;
   send: Background['handlers'];
+  /** The integrator's API (api.ts), as the background answers it. */
+  api: Background['api'];
 }
 
 export async function createHarness(
@@ -133,6 +137,7 @@ export async function createHarness(
     policy,
     view: () => view.read(),
     send: background.handlers,
+    api: background.api,
   };
 }
 
@@ -143,4 +148,30 @@ export async function allStoredText(): Promise<string> {
     fakeBrowser.storage.session.get(null),
   ]);
   return JSON.stringify({ local, session });
+}
+
+/** Runs the flow to its end, as the popup's Connect button would. */
+export async function connect(h: Harness, reconnectId: string | null = null) {
+  const started = await h.send['flow.start']({ locale: 'nl', reconnectId });
+  await h.background.idle();
+  return started;
+}
+
+/** The session token `signedIn` seeds. */
+export const SESSION_TOKEN = 'session-token-1';
+
+/** A harness whose storage already holds a session the fake broker knows; French by default. */
+export async function signedIn(licences = [LICENCE_A, LICENCE_B]): Promise<Harness> {
+  const h = await createHarness({
+    seed: () =>
+      fakeBrowser.storage.local.set({
+        state: {
+          settings: { brokerUrl: null, locale: 'fr' },
+          session: { sessionToken: SESSION_TOKEN, brokerUrl: BROKER },
+        },
+        state$: { v: 2 },
+      }),
+  });
+  h.broker.seedSession(SESSION_TOKEN, licences);
+  return h;
 }

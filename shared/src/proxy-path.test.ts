@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkProxyPath } from './proxy.ts';
+import { checkProxyPath } from './proxy-path.ts';
 
 describe('checkProxyPath', () => {
   it.each([

@@ -1,0 +1,135 @@
+import type { DisconnectedReason, ErrorCode, PROXY_METHODS } from '@baton/shared';
+
+/**
+ * The API for the integrator's own code (docs/extending.md): an extension page or a content script
+ * on a listed origin calls a license API path through the background and the broker, and gets the
+ * license API's answer or a typed error. Types only, and the limits: the client (api-client.ts)
+ * imports nothing else, so a content script stays small.
+ *
+ * Each message is `{ type, data }` sent with `runtime.sendMessage`; its reply is the result itself
+ * (`ApiResult`, `ApiConnectionsResult`). Nothing in a reply is a secret: no session token, no
+ * provider token, no broker header.
+ */
+export type ApiMethod = (typeof PROXY_METHODS)[number];
+
+export interface ApiRequest {
+  /** A connection of the session (`api.connections`), as the broker names it. */
+  readonly connectionId: string;
+  readonly method: ApiMethod;
+  /** The path below the license's api_url, without a leading slash: `users.me`, `users/42`. */
+  readonly path: string;
+  /** The query string's parameters; an array repeats the name. */
+  readonly query?: Readonly<Record<string, string | readonly string[]>>;
+  /** Sent as JSON (`Content-Type: application/json`); not with GET. */
+  readonly body?: unknown;
+}
+
+/** The license API's answer headers a caller may read; the broker passes on no others. */
+export const API_ANSWER_HEADERS = [
+  'content-type',
+  'content-language',
+  'etag',
+  'last-modified',
+  'retry-after',
+] as const;
+export type ApiAnswerHeader = (typeof API_ANSWER_HEADERS)[number];
+
+export type ApiResult =
+  | {
+      /** The license API answered: its status says how (a 404 is its answer, not an error here). */
+      readonly ok: true;
+      readonly status: number;
+      readonly headers: Readonly<Partial<Record<ApiAnswerHeader, string>>>;
+      /** Parsed JSON for a JSON answer, else its text; null when it has no body. */
+      readonly body: unknown;
+    }
+  | { readonly ok: false; readonly error: ApiError };
+
+export interface ApiConnection {
+  readonly id: string;
+  readonly status: 'connected' | 'disconnected';
+  /** The license API's origin, e.g. `https://api.provider.example`. */
+  readonly apiOrigin: string;
+  readonly disconnectedReason: DisconnectedReason | null;
+}
+
+export type ApiConnectionsResult =
+  | { readonly ok: true; readonly connections: readonly ApiConnection[] }
+  | { readonly ok: false; readonly error: ApiError };
+
+/**
+ * Why there is no answer from the license API. The broker's own codes (`ErrorCode`: its answer
+ * carried `Baton-Error`; `invalid_request` is also the extension's, for a request it refuses
+ * before it leaves), and the extension's:
+ */
+export type ApiErrorCode =
+  | ErrorCode
+  /** No session with the broker in use: the user must connect a licence in the popup first. */
+  | 'signed_out'
+  /** The extension may not reach the broker (its host permission is not granted). */
+  | 'permission_missing'
+  | 'broker_unreachable'
+  | 'timeout'
+  /** The answer is larger than `API_MAX_ANSWER_BYTES`. */
+  | 'answer_too_large'
+  /** A content script on an origin the build does not list (WXT_API_ORIGINS). */
+  | 'origin_not_allowed'
+  /** The background did not answer (the extension was reloaded, or the message was refused). */
+  | 'no_answer'
+  | 'unexpected';
+
+export interface ApiError {
+  readonly code: ApiErrorCode;
+  /** A sentence for the developer's console, not for users; it never holds request data. */
+  readonly message: string;
+  /** When the broker said to try again (`Retry-After`), as epoch milliseconds. */
+  readonly retryAt?: number;
+}
+
+/** The messages of this API, as `runtime.sendMessage` carries them. */
+export interface ApiMessageMap {
+  'api.request': { request: ApiRequest; response: ApiResult };
+  'api.connections': { request: null; response: ApiConnectionsResult };
+}
+export type ApiMessageType = keyof ApiMessageMap;
+export type ApiHandlers = {
+  [K in ApiMessageType]: (
+    data: ApiMessageMap[K]['request'],
+  ) => Promise<ApiMessageMap[K]['response']>;
+};
+
+/** The broker reads a request body up to 1 MiB; a larger one is refused before it leaves. */
+export const API_MAX_REQUEST_BYTES = 1024 * 1024;
+/** An answer is read up to this much: a message to a page is no place for more. */
+export const API_MAX_ANSWER_BYTES = 1024 * 1024;
+/** The query string, encoded. */
+export const API_MAX_QUERY_LENGTH = 4096;
+
+/** One sentence per code, the same for every caller. */
+export const API_ERROR_MESSAGES: Record<ApiErrorCode, string> = {
+  invalid_request: 'The request is not one the broker takes.',
+  invalid_session: 'The broker no longer knows this session; connect a licence again.',
+  invalid_grant: 'The broker refused the grant.',
+  not_found: 'No such connection in this session.',
+  reauthorization_required: 'This licence is disconnected; reconnect it in the popup.',
+  upstream_unavailable: 'The license API did not answer.',
+  upstream_too_large: 'The license API answered more than the broker passes on.',
+  rate_limited: 'Too many requests; try again later.',
+  server_error: 'The broker failed.',
+  signed_out: 'No licence is connected; connect one in the popup first.',
+  permission_missing: 'The extension may not reach the broker; grant it on the options page.',
+  broker_unreachable: 'The broker cannot be reached.',
+  timeout: 'The broker did not answer in time.',
+  answer_too_large: `The answer is larger than ${API_MAX_ANSWER_BYTES} bytes.`,
+  origin_not_allowed: 'This origin is not one the extension was built to answer (WXT_API_ORIGINS).',
+  no_answer: 'The extension did not answer.',
+  unexpected: 'Something unexpected went wrong.',
+};
+
+export function apiError(code: ApiErrorCode, message?: string, retryAt?: number): ApiError {
+  return {
+    code,
+    message: message ?? API_ERROR_MESSAGES[code],
+    ...(retryAt !== undefined && { retryAt }),
+  };
+}

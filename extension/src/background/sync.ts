@@ -1,0 +1,175 @@
+import type { Connection } from '@baton/shared';
+import { toProblem, type Problem } from '../problems.ts';
+import type { ConnectionView, Notice, View } from '../state/view.ts';
+import type { BrokerClient } from './broker-client.ts';
+import { mergeConnections } from './connection-views.ts';
+import type { BackgroundCore } from './core.ts';
+
+/**
+ * The connection list and the session, as the popup sees them: the list and each user record
+ * loaded from the broker (one refresh at a time; what an older session or broker brings back late
+ * is dropped), a connection disconnected, the session signed out of or ended.
+ */
+export function createSync(core: BackgroundCore) {
+  const { state, view, now } = core;
+  let refreshing: Promise<void> | null = null;
+
+  function refresh(): Promise<void> {
+    refreshing ??= core.track(
+      doRefresh().finally(() => {
+        refreshing = null;
+      }),
+    );
+    return refreshing;
+  }
+
+  async function doRefresh(): Promise<void> {
+    const s = await state.read();
+    const token = core.tokenOf(s);
+    const started = core.epoch();
+    const stale = () => core.epoch() !== started;
+    if (token === null) {
+      await view.update((v) => ({
+        ...core.withState(v, s),
+        connections: [],
+        sync: { status: 'idle', problem: null, at: null },
+      }));
+      return;
+    }
+    const client = core.clientFor(core.brokerUrlOf(s));
+    await view.update((v) => ({
+      ...core.withState(v, s),
+      sync: { ...v.sync, status: 'loading', problem: null },
+    }));
+    let list: Connection[];
+    try {
+      await core.requirePermission(client.baseUrl);
+      list = await client.listConnections(token);
+    } catch (error) {
+      if (!stale()) await syncFailed(toProblem(error));
+      return;
+    }
+    if (stale()) return;
+    await view.update((v) => ({ ...v, connections: mergeConnections(v.connections, list) }));
+    await Promise.all(
+      list.filter((c) => c.status === 'connected').map((c) => loadUser(client, token, c.id, stale)),
+    );
+    if (stale()) return;
+    await view.update((v) => ({ ...v, sync: { status: 'ok', problem: null, at: now() } }));
+  }
+
+  async function loadUser(
+    client: BrokerClient,
+    token: string,
+    id: string,
+    stale: () => boolean,
+  ): Promise<void> {
+    try {
+      const record = await client.getUser(token, id);
+      if (stale()) return;
+      await updateConnection(id, (c) => ({
+        ...c,
+        user: { status: 'loaded', record, fetchedAt: now() },
+      }));
+    } catch (error) {
+      const problem = toProblem(error);
+      if (stale()) return;
+      if (problem.code === 'invalid_session') {
+        await endSession({ kind: 'session_ended' });
+        return;
+      }
+      await updateConnection(id, (c) => ({
+        ...c,
+        // The broker found the connection disconnected on the way: show it as such.
+        ...(problem.code === 'reauthorization_required' && {
+          status: 'disconnected',
+          disconnectedReason: c.disconnectedReason,
+        }),
+        user: {
+          status: 'failed',
+          problem,
+          ...(c.user.record !== undefined && { record: c.user.record }),
+        },
+      }));
+    }
+  }
+
+  function updateConnection(id: string, change: (c: ConnectionView) => ConnectionView) {
+    return view.update((v) => ({
+      ...v,
+      connections: v.connections.map((c) => (c.id === id ? change(c) : c)),
+    }));
+  }
+
+  async function syncFailed(problem: Problem): Promise<void> {
+    core.log('sync.failed', { code: problem.code });
+    if (problem.code === 'invalid_session') {
+      await endSession({ kind: 'session_ended' });
+      return;
+    }
+    await view.update((v) => ({ ...v, sync: { ...v.sync, status: 'failed', problem } }));
+  }
+
+  /** Forget the session locally; the list goes with it. */
+  async function endSession(notice: Notice): Promise<void> {
+    core.newEpoch();
+    const s = await state.update((current) => ({ ...current, session: null }));
+    await view.update((v) => ({
+      ...core.withState(v, s),
+      connections: [],
+      sync: { status: 'idle', problem: null, at: null },
+      notice,
+    }));
+  }
+
+  async function disconnect(connectionId: string): Promise<View> {
+    const s = await state.read();
+    const token = core.tokenOf(s);
+    if (token === null) return view.read();
+    try {
+      await core.clientFor(core.brokerUrlOf(s)).deleteConnection(token, connectionId);
+    } catch (error) {
+      const problem = toProblem(error);
+      if (problem.code === 'invalid_session') {
+        await endSession({ kind: 'session_ended' });
+        return view.read();
+      }
+      // not_found: already gone on the broker, which is what the user wanted.
+      if (problem.code !== 'not_found') {
+        core.log('disconnect.failed', { code: problem.code });
+        return view.update((v) => ({ ...v, notice: { kind: 'action_failed', problem } }));
+      }
+    }
+    core.log('disconnect.succeeded');
+    return view.update((v) => ({
+      ...v,
+      connections: v.connections.filter((c) => c.id !== connectionId),
+      notice: { kind: 'disconnected', connectionId },
+      flow: v.flow.status === 'running' ? v.flow : { status: 'idle' },
+    }));
+  }
+
+  async function signOut(): Promise<View> {
+    const s = await state.read();
+    const token = core.tokenOf(s);
+    let notice: Notice = { kind: 'signed_out' };
+    if (token !== null) {
+      try {
+        await core.clientFor(core.brokerUrlOf(s)).deleteSession(token);
+      } catch (error) {
+        const problem = toProblem(error);
+        // The user asked to sign out: forget the session here either way, and say when the
+        // broker could not be told (its session then ends when it expires).
+        if (problem.code !== 'invalid_session') notice = { kind: 'signed_out_locally', problem };
+      }
+    }
+    core.log('signout', { local_only: notice.kind === 'signed_out_locally' });
+    await endSession(notice);
+    return view.update((v) => ({
+      ...v,
+      flow: v.flow.status === 'running' ? v.flow : { status: 'idle' },
+    }));
+  }
+
+  return { refresh, endSession, disconnect, signOut };
+}

@@ -1,0 +1,46 @@
+/**
+ * The rule for the path of a proxied API call (`/connections/:id/api/<path>`), written once: the
+ * broker applies it to every call, and the extension to its API messages before they leave
+ * (docs/extending.md), so that both refuse the same paths.
+ */
+
+const PLAIN_PATH = /^(?:[A-Za-z0-9_-][A-Za-z0-9._~-]*\/)*(?:[A-Za-z0-9_-][A-Za-z0-9._~-]*)?$/;
+/**
+ * The token endpoint's folder under api_url (`{api_url}/oauth2/access_token`, the provider's
+ * spec): the broker's own business with the client secret, never an API call's, whatever the
+ * case or a `;parameter` (servlet containers drop those).
+ */
+const TOKEN_FOLDER = /^oauth2(?:[/;]|$)/i;
+const FORBIDDEN_ENCODINGS = /%(?:2f|5c|2e|25|00|[01][0-9a-f]|7f)/i;
+
+/**
+ * The path below api_url that a proxied call asks for, exactly as it will be sent, or undefined
+ * when it could leave api_url in any encoding. Refused, never normalised.
+ */
+export function checkProxyPath(raw: string): string | undefined {
+  if (raw.length > 2048) return undefined;
+  // Nearly every call: unreserved characters only, no segment that starts with a dot or is empty
+  // but the last. Nothing below but the token folder could refuse such a path, so it is not
+  // decoded to be checked.
+  if (PLAIN_PATH.test(raw)) return TOKEN_FOLDER.test(raw) ? undefined : raw;
+  if (!/^[\x21-\x7e]*$/.test(raw)) return undefined;
+  if (raw.includes('\\') || FORBIDDEN_ENCODINGS.test(raw)) return undefined;
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(raw);
+  } catch {
+    return undefined;
+  }
+  // Look-alikes (a fullwidth solidus or full stop) become real separators under NFKC.
+  if (decoded.normalize('NFKC') !== decoded) return undefined;
+  const segments = decoded.split('/');
+  const last = segments.length - 1;
+  // Servlet containers (Tomcat, Spring) drop a `;parameter` from a segment before resolving it,
+  // so `..;x` climbs as `..` does.
+  const unsafe = (segment: string, index: number) => {
+    const name = segment.split(';', 1)[0];
+    return (segment === '' && index !== last) || name === '.' || name === '..';
+  };
+  if (segments.some(unsafe) || (segments[0] ?? '').includes(':')) return undefined;
+  return TOKEN_FOLDER.test(decoded) ? undefined : raw;
+}

@@ -1,0 +1,172 @@
+import { DEMO_PASSWORD } from '@baton/sandbox';
+import { DEV_FIREFOX_GECKO_ID } from '@baton/shared';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import {
+  launchChromium,
+  launchFirefox,
+  type ExtensionBrowser,
+  type UiPage,
+} from '../support/browsers.ts';
+import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';
+import { serveIntegratorPages, type IntegratorPages } from '../support/integrator-page.ts';
+import { logWritten } from '../support/wait.ts';
+
+/**
+ * The integrator's API (docs/extending.md) in real browsers: the end-to-end build's probe content
+ * script (extension/src/testing/api-probe.content.ts; WXT_API_ORIGINS=http://127.0.0.1, see
+ * global-setup.ts) runs on an integrator's page and writes what the API gave it into that page.
+ * On 127.0.0.1, a listed origin, the page shows users.me fetched through the background and the
+ * broker, and nothing secret; on 127.0.0.2, where the probe is declared too but the build lists
+ * nothing, the background refuses every call and the broker is never asked.
+ */
+const port = inject('brokerPort');
+const output = (name: string) =>
+  fileURLToPath(new URL(`../../extension/.output/${name}`, import.meta.url));
+const shots = fileURLToPath(new URL('../../test-results/e2e/api/', import.meta.url));
+
+const LISTED = '127.0.0.1';
+const UNLISTED = '127.0.0.2';
+const probe = (name: string) => `[data-testid="baton-e2e"] [data-testid="${name}"]`;
+const DONE = '[data-testid="baton-e2e"][data-state="done"]';
+
+let stack: E2eStack;
+let pages: IntegratorPages;
+
+beforeAll(async () => {
+  await mkdir(shots, { recursive: true });
+  stack = await startE2eStack(port);
+  pages = await serveIntegratorPages([LISTED, UNLISTED]);
+});
+
+afterAll(async () => {
+  await pages?.[Symbol.asyncDispose]();
+  await stack?.close();
+});
+
+describe.each([
+  { name: 'chromium', launch: () => launchChromium(output('chrome-mv3')) },
+  { name: 'firefox', launch: () => launchFirefox(output('firefox-mv3'), DEV_FIREFOX_GECKO_ID) },
+])('in $name', ({ name, launch }) => {
+  let browser: ExtensionBrowser;
+  let popup: UiPage;
+  let connectionId = '';
+
+  beforeAll(async () => {
+    browser = await launch();
+    popup = await browser.openPopup();
+    await popup.waitFor('[data-testid="connect-button"]');
+  });
+
+  afterEach(async (context) => {
+    if (context.task.result?.state !== 'fail') return;
+    await writeFile(
+      join(shots, `FAILED-${name}-${context.task.name.replace(/\W+/g, '-').slice(0, 50)}.log`),
+      [...browser.console, '--- broker ---', ...stack.broker.lines].join('\n'),
+    );
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  /** Opens the integrator's page on `host` and waits for the probe to be done with it. */
+  async function integratorPage(host: string, query?: string): Promise<UiPage> {
+    const page = await browser.openUrl(pages.url(host, query));
+    await page.waitFor(DONE);
+    return page;
+  }
+
+  const data = async (page: UiPage, testid: string, attribute: string) =>
+    page.attributes(probe(testid), `data-${attribute}`);
+
+  it('before a licence is connected, a listed page is told signed_out', async () => {
+    const page = await integratorPage(LISTED);
+    expect(await data(page, 'connections', 'code')).toEqual(['signed_out']);
+    expect(await page.count(probe('user'))).toBe(0);
+    await page.close();
+  });
+
+  it('a listed page shows users.me fetched through the background, and nothing secret', async () => {
+    const window = await browser.authWindow(
+      () => popup.click('[data-testid="connect-button"]'),
+      stack.sandbox.url,
+    );
+    await window.waitFor('#email');
+    await window.fill('#email', 'lotte.vermeulen@example.be');
+    await window.fill('#password', DEMO_PASSWORD);
+    await window.click('#login');
+    await window.waitFor('#license-lic-1001');
+    await window.click('#license-lic-1001');
+    await window.click('#continue');
+    await window.waitFor('#authorize');
+    await window.click('#authorize').catch(() => undefined);
+    await popup.waitFor('[data-testid="connection-card"][data-status="connected"]');
+    const [id] = await popup.attributes('[data-testid="connection-card"]', 'data-connection-id');
+    connectionId = id ?? '';
+
+    const page = await integratorPage(LISTED);
+    await page.screenshot(join(shots, `${name}-listed.png`));
+    expect(await data(page, 'connections', 'code')).toEqual(['ok']);
+    expect(await data(page, 'user', 'connection-id')).toEqual([connectionId]);
+    expect(await data(page, 'user', 'code')).toEqual(['200']);
+    expect(await data(page, 'user', 'content-type')).toEqual([
+      expect.stringMatching(/^application\/json/),
+    ]);
+    expect(await page.texts(probe('user'))).toEqual([
+      'Lotte Vermeulen <lotte.vermeulen@example.be>',
+    ]);
+    // Method, query and body reached the license API as asked.
+    expect(await data(page, 'echo', 'code')).toEqual(['200']);
+    expect(await page.texts(probe('echo'))).toEqual(['POST ?q=a+b&tag=x&tag=y {"hello":"baton"}']);
+    // The token endpoint is no API path, and the popup's messages are not for content scripts.
+    expect(await data(page, 'refused', 'code')).toEqual(['invalid_request']);
+    expect(await data(page, 'fixed-message', 'answer')).toEqual(['none']);
+
+    // Nothing secret in the page: its DOM, its storage, its cookies.
+    const token = await sessionToken();
+    const secrets = [token, ...stack.sandbox.sandbox.control.secrets()];
+    expect(secrets.length).toBeGreaterThan(2);
+    const exposed = await page.evaluate<string>(`JSON.stringify({
+      dom: document.documentElement.outerHTML,
+      local: { ...localStorage },
+      session: { ...sessionStorage },
+      cookies: document.cookie,
+    })`);
+    expect(exposed).toContain('Lotte Vermeulen');
+    for (const secret of secrets) expect(exposed).not.toContain(secret);
+    await page.close();
+  });
+
+  it('a page on an origin not listed gets nothing, and the broker is never asked', async () => {
+    expect(connectionId).not.toBe('');
+    await logWritten(stack.broker);
+    const before = stack.broker.lines.length;
+
+    const page = await integratorPage(UNLISTED, `connection=${encodeURIComponent(connectionId)}`);
+    await page.screenshot(join(shots, `${name}-unlisted.png`));
+    expect(await data(page, 'connections', 'code')).toEqual(['origin_not_allowed']);
+    expect(await data(page, 'user', 'code')).toEqual(['origin_not_allowed']);
+    expect(await page.texts(probe('user'))).toEqual(['']);
+    expect(await page.count(probe('echo'))).toBe(0);
+    expect(await data(page, 'fixed-message', 'answer')).toEqual(['none']);
+    expect(await page.evaluate<string>('document.documentElement.outerHTML')).not.toContain(
+      'Lotte',
+    );
+    await logWritten(stack.broker);
+    expect(stack.broker.lines.slice(before).join('\n')).not.toContain('/connections');
+    await page.close();
+  });
+
+  async function sessionToken(): Promise<string> {
+    const local = await popup.evaluate<Record<string, unknown>>(`(async () => {
+      const api = globalThis.browser ?? globalThis.chrome;
+      return api.storage.local.get(null);
+    })()`);
+    const found = JSON.stringify(local).match(/"sessionToken":"([A-Za-z0-9_-]{43})"/);
+    if (!found?.[1]) throw new Error('no session token in storage.local');
+    return found[1];
+  }
+});
