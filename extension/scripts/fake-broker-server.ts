@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { FakeBroker, type FakeLicence } from '../src/testing/fake-broker.ts';
+import { FakeBroker, type FakeLicense } from '../src/testing/fake-broker.ts';
 
 /**
  * The unit tests' in-memory broker (src/testing/fake-broker.ts) behind a real HTTP port, plus a
@@ -9,7 +9,7 @@ import { FakeBroker, type FakeLicence } from '../src/testing/fake-broker.ts';
  * stays open (the user is "signing in"). For screenshots and manual checks, not a broker.
  */
 export type AuthBehaviour =
-  | { readonly kind: 'grant'; readonly licence: FakeLicence }
+  | { readonly kind: 'grant'; readonly license: FakeLicense }
   | { readonly kind: 'error'; readonly error: string }
   | { readonly kind: 'hold' };
 
@@ -50,7 +50,7 @@ export async function startFakeBrokerServer(port = 0): Promise<FakeBrokerServer>
       }
       const query =
         behaviour.kind === 'grant'
-          ? `handoff=${encodeURIComponent(broker.issueHandoff(behaviour.licence, challenge))}`
+          ? `handoff=${encodeURIComponent(broker.issueHandoff(behaviour.license, challenge))}`
           : `error=${encodeURIComponent(behaviour.error)}`;
       response.writeHead(302, { Location: `${redirectUri}?${query}` }).end();
       return;

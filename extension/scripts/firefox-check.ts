@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEV_EXTENSION_REDIRECT_URLS, DEV_FIREFOX_GECKO_ID } from '@baton/shared';
-import { LICENCE_A } from '../src/testing/fixtures.ts';
+import { LICENSE_A } from '../src/testing/fixtures.ts';
 import { startFakeBrokerServer } from './fake-broker-server.ts';
 import puppeteer, { type Page } from 'puppeteer-core';
 
@@ -71,7 +71,7 @@ try {
     );
     await navigate(page, `moz-extension://${uuid}/popup.html`);
     await page.waitForSelector('[data-testid="signed-out"]');
-    fake.onAuthStart({ kind: 'grant', licence: LICENCE_A });
+    fake.onAuthStart({ kind: 'grant', license: LICENSE_A });
     await page.click('[data-testid="connect-button"]');
     await page.waitForSelector(
       '[data-testid="connection-card"][data-status="connected"] [data-testid="license-name"]',

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEV_CHROME_EXTENSION_ID, DEV_EXTENSION_REDIRECT_URLS } from '@baton/shared';
-import { LICENCE_A, LICENCE_B } from '../src/testing/fixtures.ts';
+import { LICENSE_A, LICENSE_B } from '../src/testing/fixtures.ts';
 import { errorResponse } from '../src/testing/fake-broker.ts';
 import { launchWithExtension, type Playwright } from './chromium.ts';
 import { startFakeBrokerServer, type FakeBrokerServer } from './fake-broker-server.ts';
@@ -56,11 +56,11 @@ async function reopen(page: Page): Promise<void> {
   await page.waitForSelector('#main:not([aria-busy])', { timeout: TIMEOUT });
 }
 
-async function connect(page: Page, fake: FakeBrokerServer, licence: typeof LICENCE_A) {
-  fake.onAuthStart({ kind: 'grant', licence });
+async function connect(page: Page, fake: FakeBrokerServer, license: typeof LICENSE_A) {
+  fake.onAuthStart({ kind: 'grant', license });
   await page.click('[data-testid="connect-button"]');
   await page.waitForSelector(
-    `[data-testid="connection-card"][data-connection-id="${licence.connectionId}"][data-status="connected"] [data-testid="license-name"]`,
+    `[data-testid="connection-card"][data-connection-id="${license.connectionId}"][data-status="connected"] [data-testid="license-name"]`,
     { timeout: TIMEOUT },
   );
   await page.waitForSelector('[data-testid="updated-at"]:not(:empty)', { timeout: TIMEOUT });
@@ -120,9 +120,9 @@ async function run(lang: string): Promise<void> {
     await page.waitForSelector(status('denied'));
     await shoot(page, lang, '06-access-denied');
 
-    // Two licences, one session.
-    await connect(page, fake, LICENCE_A);
-    await connect(page, fake, LICENCE_B);
+    // Two licenses, one session.
+    await connect(page, fake, LICENSE_A);
+    await connect(page, fake, LICENSE_B);
     await page.click('[data-testid="dismiss-button"]');
     await page.waitForSelector(status('idle'), { state: 'attached' });
     await shoot(page, lang, '03-connected');
@@ -130,24 +130,24 @@ async function run(lang: string): Promise<void> {
     await shoot(page, lang, '03-connected-dark');
     await page.emulateMedia({ colorScheme: 'light' });
     await page.click(
-      `[data-connection-id="${LICENCE_B.connectionId}"] [data-testid="details-toggle"]`,
+      `[data-connection-id="${LICENSE_B.connectionId}"] [data-testid="details-toggle"]`,
     );
     await shoot(page, lang, '03b-details');
 
     // An error: the handoff cannot be redeemed.
     fake.broker.fail('POST', '/session', () => errorResponse('invalid_grant'), { once: true });
-    fake.onAuthStart({ kind: 'grant', licence: LICENCE_A });
+    fake.onAuthStart({ kind: 'grant', license: LICENSE_A });
     await page.click('[data-testid="connect-button"]');
     await page.waitForSelector(`${status('error')}[data-problem="invalid_grant"]`);
     await shoot(page, lang, '07-error');
     await page.click('[data-testid="dismiss-button"]');
 
-    // Disconnected: the broker's refresh of licence B was rejected.
+    // Disconnected: the broker's refresh of license B was rejected.
     const token = fake.broker.sessionTokens()[0] ?? '';
-    fake.broker.disconnect(token, LICENCE_B.connectionId, 'refresh_rejected');
+    fake.broker.disconnect(token, LICENSE_B.connectionId, 'refresh_rejected');
     await reopen(page);
     await page.waitForSelector(
-      `[data-connection-id="${LICENCE_B.connectionId}"][data-status="disconnected"]`,
+      `[data-connection-id="${LICENSE_B.connectionId}"][data-status="disconnected"]`,
     );
     await page.waitForSelector('[data-testid="updated-at"]:not(:empty)');
     await shoot(page, lang, '04-disconnected');
@@ -155,15 +155,15 @@ async function run(lang: string): Promise<void> {
     await shoot(page, lang, '04-disconnected-dark');
     await page.emulateMedia({ colorScheme: 'light' });
 
-    // Reconnecting licence B: its card shows the flow running for it.
+    // Reconnecting license B: its card shows the flow running for it.
     fake.onAuthStart({ kind: 'hold' });
     const reauthWindow = context.waitForEvent('page');
     await page.click(
-      `[data-connection-id="${LICENCE_B.connectionId}"] [data-testid="reconnect-button"]`,
+      `[data-connection-id="${LICENSE_B.connectionId}"] [data-testid="reconnect-button"]`,
     );
     const reauth = await reauthWindow;
     await page.waitForSelector(
-      `[data-connection-id="${LICENCE_B.connectionId}"][data-status="connecting"]`,
+      `[data-connection-id="${LICENSE_B.connectionId}"][data-status="connecting"]`,
     );
     await shoot(page, lang, '04b-reconnecting');
     await reauth.close();

@@ -64,7 +64,7 @@ export type ApiConnectionsResult =
  */
 export type ApiErrorCode =
   | ErrorCode
-  /** No session with the broker in use: the user must connect a licence in the popup first. */
+  /** No session with the broker in use: the user must connect a license in the popup first. */
   | 'signed_out'
   /** The extension may not reach the broker (its host permission is not granted). */
   | 'permission_missing'

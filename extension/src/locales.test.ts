@@ -51,7 +51,7 @@ describe('_locales', () => {
     // Names and words that are the same in both languages may stay as they are.
     expect(
       same.filter(
-        (key) => !['extName', 'problemCode', 'licenceLabel', 'fieldModules'].includes(key),
+        (key) => !['extName', 'problemCode', 'licenseLabel', 'fieldModules'].includes(key),
       ),
     ).toEqual([]);
   });

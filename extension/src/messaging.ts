@@ -17,7 +17,7 @@ export interface MessageMap {
   /** Start the authorization flow in the background; answers at once with the flow's state. */
   'flow.start': { request: { locale: Locale; reconnectId: string | null }; response: FlowState };
   'connection.disconnect': { request: { connectionId: string }; response: View };
-  /** `DELETE /session`: sign out of every licence. */
+  /** `DELETE /session`: sign out of every license. */
   'session.signOut': { request: null; response: View };
   /** Forget the last flow outcome and notice once the user has read them. */
   'notice.dismiss': { request: null; response: View };

@@ -1,7 +1,7 @@
 /**
- * How soon the popup shows the licences it already knows: milliseconds from opening popup.html to
- * the first licence card in its DOM (the popup's `baton:first-card` User Timing mark, which counts
- * from the page's navigation start), in Debian's Chromium and Firefox ESR, with two licences
+ * How soon the popup shows the licenses it already knows: milliseconds from opening popup.html to
+ * the first license card in its DOM (the popup's `baton:first-card` User Timing mark, which counts
+ * from the page's navigation start), in Debian's Chromium and Firefox ESR, with two licenses
  * connected through the sandbox's real pages, on the e2e stack (Redis, the sandbox, a broker
  * process). Three cases:
  *

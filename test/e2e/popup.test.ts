@@ -18,7 +18,7 @@ import { until } from '../support/wait.ts';
 
 /**
  * The popup as a person meets it, in both browsers: what it shows at once after a restart (the
- * licences it knew, even with the broker down), identifiers as the API gives them, messages that
+ * licenses it knew, even with the broker down), identifiers as the API gives them, messages that
  * go with what they are about, focus that stays somewhere visible, and axe-core (WCAG 2.1 AA and
  * best practices) finding nothing in any state reached, popup and options page, in English,
  * French and Dutch. Screenshots of failures: test-results/e2e/popup/.
@@ -225,7 +225,7 @@ describe.each(BROWSERS)('in $name', ({ name, launch }) => {
     expect(await popup.texts('[data-testid="user-details"] [data-fact="accountId"]')).toEqual([
       ACCOUNT_ID,
     ]);
-    expect(await popup.texts('[data-testid="user-details"] [data-fact="licenceId"]')).toEqual([
+    expect(await popup.texts('[data-testid="user-details"] [data-fact="licenseId"]')).toEqual([
       FIRST,
     ]);
   });
@@ -250,7 +250,7 @@ describe.each(BROWSERS)('in $name', ({ name, launch }) => {
     await popup.waitFor(status('idle'));
 
     expect(await focusOf(popup)).toEqual({
-      id: 'licences-title',
+      id: 'licenses-title',
       tag: 'H2',
       visible: true,
       outline: 'solid',

@@ -34,7 +34,7 @@ export interface Bom {
 /**
  * cdxgen on `dir`, as `type`: `js` reads a deployed folder's lockfile and node_modules, `rootfs` a
  * container's exported filesystem (its OS packages and whatever language packages it holds). Runs
- * offline: no install, no licence look-up.
+ * offline: no install, no license look-up.
  */
 export async function generateSbom(
   type: 'js' | 'rootfs',

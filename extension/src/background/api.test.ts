@@ -9,7 +9,7 @@ import { errorResponse, jsonResponse } from '../testing/fake-broker.ts';
 import {
   BROKER,
   createHarness,
-  LICENCE_A,
+  LICENSE_A,
   SESSION_TOKEN as TOKEN,
   signedIn,
   T0,
@@ -25,7 +25,7 @@ describe('api.request', () => {
   it('answers with the license API’s status, body and safe headers; the token goes to the broker only', async () => {
     const h = await signedIn();
     h.broker.fail('GET', '/connections/conn-a/api/users.me', () =>
-      jsonResponse(200, LICENCE_A.user, {
+      jsonResponse(200, LICENSE_A.user, {
         ETag: '"v1"',
         'Content-Language': 'nl',
         'Set-Cookie': 'tracker=1',
@@ -39,7 +39,7 @@ describe('api.request', () => {
       ok: true,
       status: 200,
       headers: { 'content-type': 'application/json', etag: '"v1"', 'content-language': 'nl' },
-      body: LICENCE_A.user,
+      body: LICENSE_A.user,
     });
     expect(h.broker.requests.map((r) => [r.method, r.url, r.authorization, r.credentials])).toEqual(
       [['GET', `${BROKER}/connections/conn-a/api/users.me`, `Bearer ${TOKEN}`, 'omit']],
@@ -277,7 +277,7 @@ describe('through runtime messaging: the client, the two listeners and the sende
     const me = await batonApi.request(ME);
 
     expect(list).toMatchObject({ ok: true, connections: [{ id: 'conn-a' }, { id: 'conn-b' }] });
-    expect(me).toMatchObject({ ok: true, status: 200, body: LICENCE_A.user });
+    expect(me).toMatchObject({ ok: true, status: 200, body: LICENSE_A.user });
   });
 
   it('an extension page gets it too', async () => {

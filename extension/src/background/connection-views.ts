@@ -22,7 +22,7 @@ export function mergeConnections(
     const before = previous.find((p) => p.id === c.id);
     const record = before?.user.record;
     // Connected: (re)loaded by the refresh. Disconnected: not fetched (the broker would answer
-    // reauthorization_required), but the last record still says which licence it was.
+    // reauthorization_required), but the last record still says which license it was.
     const user: ConnectionView['user'] =
       c.status === 'connected'
         ? { status: 'loading', ...(record !== undefined && { record }) }

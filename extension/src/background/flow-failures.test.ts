@@ -7,8 +7,8 @@ import {
   BROKER,
   connect,
   createHarness,
-  LICENCE_A,
-  LICENCE_B,
+  LICENSE_A,
+  LICENSE_B,
   REDIRECT_URL,
   T0,
 } from '../testing/harness.ts';
@@ -75,7 +75,7 @@ describe('flow.start', () => {
   describe('when the handoff cannot be redeemed', () => {
     it('ends with invalid_grant and stores no session', async () => {
       const h = await createHarness();
-      h.identity.grant(h.broker, LICENCE_A);
+      h.identity.grant(h.broker, LICENSE_A);
       h.broker.fail('POST', routes.session, () => errorResponse('invalid_grant'));
 
       await connect(h);
@@ -90,7 +90,7 @@ describe('flow.start', () => {
 
     it('keeps the Retry-After of a 503 as the time to try again', async () => {
       const h = await createHarness();
-      h.identity.grant(h.broker, LICENCE_A);
+      h.identity.grant(h.broker, LICENSE_A);
       h.broker.fail('POST', routes.session, () =>
         errorResponse('upstream_unavailable', { 'Retry-After': '30' }),
       );
@@ -105,7 +105,7 @@ describe('flow.start', () => {
 
     it('treats a 201 whose body does not match the contract as unexpected', async () => {
       const h = await createHarness();
-      h.identity.grant(h.broker, LICENCE_A);
+      h.identity.grant(h.broker, LICENSE_A);
       h.broker.fail('POST', routes.session, () => jsonResponse(201, { session_token: 42 }));
 
       await connect(h);
@@ -135,7 +135,7 @@ describe('flow.start', () => {
     it("says at once that the broker does not accept this browser's redirect URL, and opens nothing", async () => {
       const h = await createHarness();
       h.broker.acceptedRedirects = ['https://another-extension.chromiumapp.org/'];
-      h.identity.grant(h.broker, LICENCE_A);
+      h.identity.grant(h.broker, LICENSE_A);
 
       await connect(h);
 
@@ -151,7 +151,7 @@ describe('flow.start', () => {
     it('goes on when the broker predates the question (404)', async () => {
       const h = await createHarness();
       h.broker.fail('GET', routes.redirectCheck, () => new Response('', { status: 404 }));
-      h.identity.grant(h.broker, LICENCE_A);
+      h.identity.grant(h.broker, LICENSE_A);
 
       await connect(h);
 
@@ -185,7 +185,7 @@ describe('flow.start', () => {
       expect((await h.view()).flow).toEqual(first);
       window.finish(
         (url) =>
-          `${REDIRECT_URL}?handoff=${h.broker.issueHandoff(LICENCE_A, url.searchParams.get('code_challenge') ?? '')}`,
+          `${REDIRECT_URL}?handoff=${h.broker.issueHandoff(LICENSE_A, url.searchParams.get('code_challenge') ?? '')}`,
       );
       await h.background.idle();
       expect(h.identity.launched).toHaveLength(1);
@@ -194,13 +194,13 @@ describe('flow.start', () => {
 
     it('lets the next flow start as soon as the previous one has its outcome, while the list still refreshes', async () => {
       const h = await createHarness();
-      h.identity.grant(h.broker, LICENCE_A);
+      h.identity.grant(h.broker, LICENSE_A);
       const refreshing = h.broker.hold('GET', routes.connections);
 
       await h.send['flow.start']({ locale: 'nl', reconnectId: null });
       await refreshing.reached;
       expect((await h.view()).flow).toMatchObject({ status: 'succeeded' });
-      h.identity.grant(h.broker, LICENCE_B);
+      h.identity.grant(h.broker, LICENSE_B);
       const next = await h.send['flow.start']({ locale: 'fr', reconnectId: null });
       refreshing.release();
       await h.background.idle();
@@ -222,7 +222,7 @@ describe('flow.start', () => {
 
   it('only ever talks to the broker it is configured for', async () => {
     const h = await createHarness();
-    h.identity.grant(h.broker, LICENCE_A);
+    h.identity.grant(h.broker, LICENSE_A);
     await connect(h);
     expect(new Set(h.broker.requests.map((r) => new URL(r.url).origin))).toEqual(new Set([BROKER]));
     expect(h.granted.has(hostPermissionFor(BROKER))).toBe(true);

@@ -34,7 +34,7 @@ export function createFlowRunner(core: BackgroundCore) {
     return Promise.resolve(flowState);
   }
 
-  /** Runs one flow to its outcome, written to the view; true when a licence was connected. */
+  /** Runs one flow to its outcome, written to the view; true when a license was connected. */
   async function runFlow(locale: Locale, reconnectId: string | null): Promise<boolean> {
     const stopKeepAlive = deps.keepAlive?.() ?? (() => undefined);
     try {
@@ -60,7 +60,7 @@ export function createFlowRunner(core: BackgroundCore) {
       }
       const handoff = readFinalRedirect(finalUrl, redirectUri);
 
-      // Join the existing session, if any, so that every licence ends up in one session.
+      // Join the existing session, if any, so that every license ends up in one session.
       const existing = core.tokenOf(before);
       const created = await client.createSession(
         { handoff, code_verifier: pkce.verifier },

@@ -7,8 +7,8 @@ import {
   BROKER,
   connect,
   createHarness,
-  LICENCE_A,
-  LICENCE_B,
+  LICENSE_A,
+  LICENSE_B,
   REDIRECT_URL,
   T0,
 } from '../testing/harness.ts';
@@ -17,7 +17,7 @@ describe('flow.start', () => {
   describe('when the user signs in and picks a licence', () => {
     it('answers at once with the running flow, then ends connected with the licence shown', async () => {
       const h = await createHarness();
-      h.identity.grant(h.broker, LICENCE_A);
+      h.identity.grant(h.broker, LICENSE_A);
 
       const started = await connect(h);
 
@@ -39,7 +39,7 @@ describe('flow.start', () => {
       expect(view.connections[0]).toMatchObject({
         id: 'conn-a',
         status: 'connected',
-        user: { status: 'loaded', record: LICENCE_A.user },
+        user: { status: 'loaded', record: LICENSE_A.user },
       });
       expect(view.sync).toEqual({ status: 'ok', problem: null, at: T0 });
     });
@@ -47,7 +47,7 @@ describe('flow.start', () => {
     it('opens /auth/start with the locale, the redirect URL and an S256 challenge of the verifier it redeems', async () => {
       const verifier = createCodeVerifier();
       const h = await createHarness({ verifier: () => verifier });
-      h.identity.grant(h.broker, LICENCE_A);
+      h.identity.grant(h.broker, LICENSE_A);
 
       await h.send['flow.start']({ locale: 'fr', reconnectId: null });
       await h.background.idle();
@@ -69,7 +69,7 @@ describe('flow.start', () => {
     it('keeps the session token in storage.local, bound to the broker, and never the handoff or verifier', async () => {
       const verifier = createCodeVerifier();
       const h = await createHarness({ verifier: () => verifier });
-      h.identity.grant(h.broker, LICENCE_A);
+      h.identity.grant(h.broker, LICENSE_A);
 
       await connect(h);
 
@@ -91,11 +91,11 @@ describe('flow.start', () => {
   describe('when a session already exists', () => {
     it('sends its token so that a second licence joins the same session', async () => {
       const h = await createHarness();
-      h.identity.grant(h.broker, LICENCE_A);
+      h.identity.grant(h.broker, LICENSE_A);
       await connect(h);
       const token = (await h.state.read()).session?.sessionToken;
 
-      h.identity.grant(h.broker, LICENCE_B);
+      h.identity.grant(h.broker, LICENSE_B);
       await connect(h);
 
       const redeems = h.broker.requestsTo('POST', routes.session);
@@ -112,7 +112,7 @@ describe('flow.start', () => {
 
     it('reconnects a disconnected licence under the same connection id', async () => {
       const h = await createHarness();
-      h.identity.grant(h.broker, LICENCE_A);
+      h.identity.grant(h.broker, LICENSE_A);
       await connect(h);
       const token = (await h.state.read()).session?.sessionToken ?? '';
       h.broker.disconnect(token, 'conn-a', 'refresh_rejected');
@@ -122,7 +122,7 @@ describe('flow.start', () => {
         disconnectedReason: 'refresh_rejected',
       });
 
-      h.identity.grant(h.broker, LICENCE_A);
+      h.identity.grant(h.broker, LICENSE_A);
       await connect(h, 'conn-a');
 
       const view = await h.view();
@@ -150,7 +150,7 @@ describe('flow.start', () => {
             state$: { v: 2 },
           }),
       });
-      h.identity.grant(h.broker, LICENCE_B);
+      h.identity.grant(h.broker, LICENSE_B);
 
       await connect(h);
 
@@ -173,7 +173,7 @@ describe('flow.start', () => {
             state$: { v: 2 },
           }),
       });
-      h.identity.grant(h.broker, LICENCE_A);
+      h.identity.grant(h.broker, LICENSE_A);
 
       await connect(h);
 
@@ -187,7 +187,7 @@ describe('flow.start', () => {
   describe('when the user declines on the provider page', () => {
     it('ends with access_denied, redeems nothing and keeps the existing session', async () => {
       const h = await createHarness();
-      h.identity.grant(h.broker, LICENCE_A);
+      h.identity.grant(h.broker, LICENSE_A);
       await connect(h);
       const before = await h.state.read();
 

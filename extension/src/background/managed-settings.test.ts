@@ -1,7 +1,7 @@
 import { fakeBrowser } from 'wxt/testing/fake-browser';
 import { describe, expect, it } from 'vitest';
 import { hostPermissionFor } from '../broker-url.ts';
-import { BROKER, createHarness, LICENCE_A } from '../testing/harness.ts';
+import { BROKER, createHarness, LICENSE_A } from '../testing/harness.ts';
 
 const ORG = 'https://baton.org.example.be';
 const MINE = 'https://mine.example.be';
@@ -34,12 +34,12 @@ describe('settings the organisation sets (storage.managed)', () => {
       managed: { brokerUrl: true, locale: true },
     });
 
-    h.identity.grant(h.broker, LICENCE_A);
+    h.identity.grant(h.broker, LICENSE_A);
     await h.send['flow.start']({ locale: 'nl', reconnectId: null });
     await h.background.idle();
 
     expect(h.identity.launched[0]?.origin).toBe(new URL(BROKER).origin);
-    expect((await h.view()).connections.map((c) => c.id)).toEqual([LICENCE_A.connectionId]);
+    expect((await h.view()).connections.map((c) => c.id)).toEqual([LICENSE_A.connectionId]);
     // The user's session belongs to their own broker: it is never sent to the organisation's.
     expect(JSON.stringify(h.broker.requests)).not.toContain(TOKEN);
     expect((await h.state.read()).settings).toEqual({ brokerUrl: MINE, locale: 'fr' });
@@ -85,7 +85,7 @@ describe('settings the organisation sets (storage.managed)', () => {
 
   it('a policy set while the browser runs switches the broker and drops the old list', async () => {
     const h = await createHarness({ granted });
-    h.broker.seedSession(TOKEN, [LICENCE_A]);
+    h.broker.seedSession(TOKEN, [LICENSE_A]);
     await fakeBrowser.storage.local.set({
       state: {
         settings: { brokerUrl: null, locale: null },

@@ -2,7 +2,7 @@ import { fakeBrowser } from 'wxt/testing/fake-browser';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { MessageError, sendMessage, type Handlers, type MessageType } from '../messaging.ts';
 import { emptyView } from '../state/view.ts';
-import { createHarness, LICENCE_A, REDIRECT_URL } from '../testing/harness.ts';
+import { createHarness, LICENSE_A, REDIRECT_URL } from '../testing/harness.ts';
 import { createMessageListener, parseEnvelope } from './message-listener.ts';
 
 const view = emptyView('http://127.0.0.1:8787');
@@ -116,7 +116,7 @@ describe('the message map', () => {
 
     it('drives the real background: connect, then read the view', async () => {
       const h = await createHarness();
-      h.identity.grant(h.broker, LICENCE_A);
+      h.identity.grant(h.broker, LICENSE_A);
       fakeBrowser.runtime.onMessage.addListener(createMessageListener(h.send, () => true));
 
       const started = await sendMessage('flow.start', { locale: 'nl', reconnectId: null });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createHarness, LICENCE_A } from '../testing/harness.ts';
+import { createHarness, LICENSE_A } from '../testing/harness.ts';
 
 /**
  * The language of the sign-in pages: an English browser falls back to Dutch (locale.ts); a user
@@ -22,7 +22,7 @@ describe('the language offered first for the sign-in pages', () => {
 
   it('gives way to a default set on the options page afterwards', async () => {
     const h = await createHarness();
-    h.identity.grant(h.broker, LICENCE_A);
+    h.identity.grant(h.broker, LICENSE_A);
     await h.send['flow.start']({ locale: 'fr', reconnectId: null });
     await h.background.idle();
 
@@ -34,7 +34,7 @@ describe('the language offered first for the sign-in pages', () => {
 
   it('is the organisation’s when its policy sets one', async () => {
     const h = await createHarness({ managed: { locale: 'nl' } });
-    h.identity.grant(h.broker, LICENCE_A);
+    h.identity.grant(h.broker, LICENSE_A);
     await h.send['flow.start']({ locale: 'fr', reconnectId: null });
     await h.background.idle();
 

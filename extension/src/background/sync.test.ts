@@ -4,8 +4,8 @@ import { errorResponse, jsonResponse } from '../testing/fake-broker.ts';
 import {
   BROKER,
   createHarness,
-  LICENCE_A,
-  LICENCE_B,
+  LICENSE_A,
+  LICENSE_B,
   SESSION_TOKEN,
   signedIn,
   T0,
@@ -31,8 +31,8 @@ describe('view.refresh', () => {
     expect(view.signedIn).toBe(true);
     expect(view.locale).toBe('fr');
     expect(view.connections.map((c) => [c.id, c.status, c.user])).toEqual([
-      ['conn-a', 'connected', { status: 'loaded', record: LICENCE_A.user, fetchedAt: T0 }],
-      ['conn-b', 'connected', { status: 'loaded', record: LICENCE_B.user, fetchedAt: T0 }],
+      ['conn-a', 'connected', { status: 'loaded', record: LICENSE_A.user, fetchedAt: T0 }],
+      ['conn-b', 'connected', { status: 'loaded', record: LICENSE_B.user, fetchedAt: T0 }],
     ]);
     expect(view.sync).toEqual({ status: 'ok', problem: null, at: T0 });
     expect(h.broker.requests.map((r) => `${r.method} ${r.path} ${r.authorization}`)).toEqual([
@@ -57,7 +57,7 @@ describe('view.refresh', () => {
       user: {
         status: 'failed',
         problem: { code: 'reauthorization_required' },
-        record: LICENCE_B.user,
+        record: LICENSE_B.user,
       },
     });
     expect(h.broker.requestsTo('GET', /conn-b\/api/)).toHaveLength(0);
@@ -92,7 +92,7 @@ describe('view.refresh', () => {
     expect(view.connections[0]?.user).toEqual({
       status: 'failed',
       problem: { code: 'upstream_unavailable', retryAt: T0 + 60_000 + 120_000 },
-      record: LICENCE_A.user,
+      record: LICENSE_A.user,
     });
   });
 

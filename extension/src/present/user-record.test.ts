@@ -22,14 +22,14 @@ describe('summarizeUser', () => {
     expect(summary).toMatchObject({
       name: 'An Peeters',
       email: 'an@example.be',
-      licenceName: 'Kantoor Peeters',
+      licenseName: 'Kantoor Peeters',
     });
     expect(summary.facts).toEqual([
       { key: 'plan', value: { kind: 'text', text: 'pro', truncated: false } },
       { key: 'seats', value: { kind: 'number', value: 5 } },
       { key: 'validUntil', value: { kind: 'date', iso: '2026-12-31', withTime: false } },
       { key: 'language', value: { kind: 'language', code: 'nl' } },
-      { key: 'licenceId', value: { kind: 'identifier', text: 'lic-1' } },
+      { key: 'licenseId', value: { kind: 'identifier', text: 'lic-1' } },
       { key: 'accountId', value: { kind: 'identifier', text: 'u-1' } },
     ]);
     expect(summary.details.map((d) => d.label)).toEqual(['Company', 'Roles']);
@@ -85,13 +85,13 @@ describe('summarizeUser', () => {
       firstName: 'Marie',
       lastName: 'Dupont',
       emailAddress: 'marie@example.be',
-      licence: { title: 'Cabinet Dupont', expiresAt: '2026-01-01T00:00:00Z' },
+      license: { title: 'Cabinet Dupont', expiresAt: '2026-01-01T00:00:00Z' },
     });
 
     expect(summary).toMatchObject({
       name: 'Marie Dupont',
       email: 'marie@example.be',
-      licenceName: 'Cabinet Dupont',
+      licenseName: 'Cabinet Dupont',
     });
     expect(summary.facts).toEqual([
       { key: 'validUntil', value: { kind: 'date', iso: '2026-01-01T00:00:00Z', withTime: true } },
@@ -114,7 +114,7 @@ describe('summarizeUser', () => {
     expect(summarizeUser(undefined)).toEqual({
       name: null,
       email: null,
-      licenceName: null,
+      licenseName: null,
       facts: [],
       details: [],
     });
@@ -169,7 +169,7 @@ describe('identifiers', () => {
     const summary = summarizeUser({ id: 40217, name: 'Lotte Vermeulen', license: { id: 1001 } });
 
     expect(summary.facts).toEqual([
-      { key: 'licenceId', value: { kind: 'identifier', text: '1001' } },
+      { key: 'licenseId', value: { kind: 'identifier', text: '1001' } },
       { key: 'accountId', value: { kind: 'identifier', text: '40217' } },
     ]);
   });

@@ -1,6 +1,6 @@
 /**
  * Turns the provider's user record (`users.me`, shape not specified) into something a card can
- * show: the fields we recognise (name, e-mail, licence, plan, ...) picked out, and everything else
+ * show: the fields we recognise (name, e-mail, license, plan, ...) picked out, and everything else
  * kept as a labelled tree, bounded in depth and size. Pure: no DOM, no i18n; the UI formats.
  */
 
@@ -23,7 +23,7 @@ export interface Field {
   readonly value: Display;
 }
 
-export type FactKey = 'plan' | 'seats' | 'validUntil' | 'language' | 'accountId' | 'licenceId';
+export type FactKey = 'plan' | 'seats' | 'validUntil' | 'language' | 'accountId' | 'licenseId';
 
 export interface Fact {
   readonly key: FactKey;
@@ -33,7 +33,7 @@ export interface Fact {
 export interface UserSummary {
   readonly name: string | null;
   readonly email: string | null;
-  readonly licenceName: string | null;
+  readonly licenseName: string | null;
   /** The recognised fields, in a fixed order. */
   readonly facts: readonly Fact[];
   /** Everything not already shown above, for "All details". */
@@ -187,9 +187,9 @@ const KEYS = {
   email: ['email', 'email_address', 'emailAddress', 'mail'],
   language: ['language', 'locale', 'lang'],
   accountId: ['id', 'user_id', 'userId'],
-  licence: ['license', 'licence'],
-  licenceNameTop: ['license_name', 'licenseName', 'licence_name', 'licenceName'],
-  licenceName: ['name', 'title', 'label'],
+  license: ['license', 'licence'],
+  licenseNameTop: ['license_name', 'licenseName', 'licence_name', 'licenceName'],
+  licenseName: ['name', 'title', 'label'],
   plan: ['plan', 'tier', 'edition'],
   seats: ['seats', 'seat_count', 'seatCount', 'max_users', 'maxUsers'],
   validUntil: [
@@ -201,7 +201,7 @@ const KEYS = {
     'end_date',
     'endDate',
   ],
-  licenceId: ['id', 'license_id', 'licenseId'],
+  licenseId: ['id', 'license_id', 'licenseId'],
 } as const;
 
 export function summarizeUser(record: unknown): UserSummary {
@@ -209,13 +209,13 @@ export function summarizeUser(record: unknown): UserSummary {
     return {
       name: null,
       email: null,
-      licenceName: null,
+      licenseName: null,
       facts: [],
       details: record === undefined ? [] : [{ key: '', label: '', value: toDisplay(record) }],
     };
   }
   const used = new Set<string>();
-  const usedInLicence = new Set<string>();
+  const usedInLicense = new Set<string>();
   const take = (
     from: Json,
     keys: readonly string[],
@@ -238,21 +238,21 @@ export function summarizeUser(record: unknown): UserSummary {
   const email = take(record, KEYS.email, isText, used)?.[1] as string | undefined;
 
   const facts: Fact[] = [];
-  const licenceEntry = pick(record, KEYS.licence, isRecord);
-  const licence = licenceEntry === null ? null : (licenceEntry[1] as Json);
-  let licenceName: string | undefined;
-  if (licence !== null) {
-    licenceName = take(licence, KEYS.licenceName, isText, usedInLicence)?.[1] as string | undefined;
+  const licenseEntry = pick(record, KEYS.license, isRecord);
+  const license = licenseEntry === null ? null : (licenseEntry[1] as Json);
+  let licenseName: string | undefined;
+  if (license !== null) {
+    licenseName = take(license, KEYS.licenseName, isText, usedInLicense)?.[1] as string | undefined;
     const fact = (key: FactKey, keys: readonly string[], accept: (v: unknown) => boolean) => {
-      const found = take(licence, keys, accept, usedInLicence);
+      const found = take(license, keys, accept, usedInLicense);
       if (found !== null) facts.push({ key, value: toDisplay(found[1], found[0]) });
     };
     fact('plan', KEYS.plan, isScalar);
     fact('seats', KEYS.seats, isScalar);
     fact('validUntil', KEYS.validUntil, isText);
-    fact('licenceId', KEYS.licenceId, isScalar);
+    fact('licenseId', KEYS.licenseId, isScalar);
   } else {
-    licenceName = take(record, KEYS.licenceNameTop, isText, used)?.[1] as string | undefined;
+    licenseName = take(record, KEYS.licenseNameTop, isText, used)?.[1] as string | undefined;
   }
   const language = take(record, KEYS.language, isText, used);
   if (language !== null) facts.push({ key: 'language', value: toDisplay(language[1], 'language') });
@@ -263,9 +263,9 @@ export function summarizeUser(record: unknown): UserSummary {
   const details: Field[] = [];
   for (const [key, value] of Object.entries(record)) {
     if (used.has(key)) continue;
-    if (licenceEntry !== null && key === licenceEntry[0]) {
+    if (licenseEntry !== null && key === licenseEntry[0]) {
       const rest = Object.fromEntries(
-        Object.entries(licence ?? {}).filter(([k]) => !usedInLicence.has(k)),
+        Object.entries(license ?? {}).filter(([k]) => !usedInLicense.has(k)),
       );
       if (Object.keys(rest).length > 0)
         details.push({ key, label: humanize(key), value: toDisplay(rest, key, 0) });
@@ -278,14 +278,14 @@ export function summarizeUser(record: unknown): UserSummary {
     'seats',
     'validUntil',
     'language',
-    'licenceId',
+    'licenseId',
     'accountId',
   ];
   facts.sort((a, b) => order.indexOf(a.key) - order.indexOf(b.key));
   return {
     name: name ?? null,
     email: email ?? null,
-    licenceName: licenceName ?? null,
+    licenseName: licenseName ?? null,
     facts,
     details: details.slice(0, LIMITS.fields),
   };

@@ -15,7 +15,7 @@ import {
   allStoredText,
   BROKER as HARNESS_BROKER,
   createHarness,
-  LICENCE_A,
+  LICENSE_A,
   T0,
 } from '../testing/harness.ts';
 import { createViewStore, emptyView, viewItem, type ConnectionView, type View } from './view.ts';
@@ -157,10 +157,10 @@ describe('the view store with the cache', () => {
 
 describe('with the background', () => {
   const TOKEN = 'session-token-1';
-  const user = LICENCE_A.user as Record<string, unknown>;
+  const user = LICENSE_A.user as Record<string, unknown>;
   const keptRecord = { ...user, name: 'An Peeters (as kept)' };
 
-  /** A browser restarted with a session and the licences kept: storage.session is empty. */
+  /** A browser restarted with a session and the licenses kept: storage.session is empty. */
   async function restarted() {
     const h = await createHarness({
       seed: async () => {
@@ -176,7 +176,7 @@ describe('with the background', () => {
           at: T0 - 60_000,
           connections: [
             {
-              id: LICENCE_A.connectionId,
+              id: LICENSE_A.connectionId,
               status: 'connected',
               apiOrigin: 'https://api.provider.example',
               connectedAt: '2025-01-10T08:00:00Z',
@@ -188,7 +188,7 @@ describe('with the background', () => {
         });
       },
     });
-    h.broker.seedSession(TOKEN, [LICENCE_A]);
+    h.broker.seedSession(TOKEN, [LICENSE_A]);
     return h;
   }
 
@@ -201,14 +201,14 @@ describe('with the background', () => {
     const users = h.broker.hold('GET', /users\.me$/);
     const refreshed = h.send['view.refresh'](null);
     await users.reached;
-    // While the broker answers, the licence is still there, with its last record.
+    // While the broker answers, the license is still there, with its last record.
     expect((await h.view()).connections.map((c) => c.user)).toEqual([
       { status: 'loading', record: keptRecord },
     ]);
     users.release();
 
-    expect((await refreshed).connections.map((c) => c.user.record)).toEqual([LICENCE_A.user]);
-    expect((await lastViewItem.getValue())?.connections[0]?.record).toEqual(LICENCE_A.user);
+    expect((await refreshed).connections.map((c) => c.user.record)).toEqual([LICENSE_A.user]);
+    expect((await lastViewItem.getValue())?.connections[0]?.record).toEqual(LICENSE_A.user);
   });
 
   it('signing out forgets the kept licences with the session', async () => {

@@ -3,11 +3,11 @@ import { storage } from 'wxt/utils/storage';
 import { emptyView, type ConnectionView, type View, type ViewCache } from './view.ts';
 
 /**
- * The licences the popup last showed, kept in `storage.local` as a versioned item of its own, so
+ * The licenses the popup last showed, kept in `storage.local` as a versioned item of its own, so
  * that the popup paints them at once when `storage.session` is empty (after a browser restart) and
  * refreshes them in place, instead of waiting seconds for the broker on a blank page.
  *
- * It holds what a card shows (the licence's connection and its user record: names, e-mail
+ * It holds what a card shows (the license's connection and its user record: names, e-mail
  * addresses, as the provider gives them) and no secret. It is a separate item from `local:state`
  * because the popup reads it directly, and that item holds the session token, which no page
  * reads. The background writes it with every view that changes it (view.ts) and removes it when
@@ -30,7 +30,7 @@ export interface CachedConnection {
 }
 
 export interface LastView {
-  /** The broker the licences are connected through. */
+  /** The broker the licenses are connected through. */
   readonly brokerUrl: string;
   /** When the list was last loaded from the broker. */
   readonly at: number | null;
@@ -44,7 +44,7 @@ export const lastViewItem = storage.defineItem<LastView | null>(LAST_VIEW_KEY, {
 
 export type LastViewItem = typeof lastViewItem;
 
-/** What to keep of a view: its licences while signed in; nothing otherwise. */
+/** What to keep of a view: its licenses while signed in; nothing otherwise. */
 export function lastViewOf(view: View): LastView | null {
   if (!view.signedIn || view.connections.length === 0) return null;
   return {
@@ -63,7 +63,7 @@ export function lastViewOf(view: View): LastView | null {
 }
 
 /**
- * The view to paint from what was kept: signed in, its licences as last loaded (each record shown
+ * The view to paint from what was kept: signed in, its licenses as last loaded (each record shown
  * while a newer one loads), nothing running, no message.
  */
 export function viewFromLastView(last: LastView): View {

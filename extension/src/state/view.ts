@@ -104,7 +104,7 @@ export interface ViewCache {
 /**
  * Serialised read-modify-write: the flow and the refresh update the view concurrently. With no
  * view in storage.session (a browser restart), the cached one is the start, so that the refresh
- * updates the licences in place; each write keeps the cache in step.
+ * updates the licenses in place; each write keeps the cache in step.
  */
 export function createViewStore(
   item: typeof viewItem,

@@ -23,8 +23,8 @@ export interface RecordedRequest {
   readonly credentials: RequestCredentials | undefined;
 }
 
-export interface FakeLicence {
-  /** The connection id the broker gives this licence within a session. */
+export interface FakeLicense {
+  /** The connection id the broker gives this license within a session. */
   readonly connectionId: string;
   readonly user: unknown;
   readonly apiOrigin?: string;
@@ -60,7 +60,7 @@ export class FakeBroker {
   /** The extension redirect URLs it accepts (EXTENSION_REDIRECT_URLS); null: any. */
   acceptedRedirects: readonly string[] | null = null;
   private readonly sessions = new Map<string, Map<string, StoredConnection>>();
-  private readonly handoffs = new Map<string, { licence: FakeLicence; challenge: string }>();
+  private readonly handoffs = new Map<string, { license: FakeLicense; challenge: string }>();
   private readonly overrides: {
     method: string;
     path: string | RegExp;
@@ -77,34 +77,34 @@ export class FakeBroker {
     this.now = now;
   }
 
-  /** What the broker's /auth/callback would do: remember a one-time handoff for `licence`. */
-  issueHandoff(licence: FakeLicence, challenge: string): string {
+  /** What the broker's /auth/callback would do: remember a one-time handoff for `license`. */
+  issueHandoff(license: FakeLicense, challenge: string): string {
     this.counter += 1;
-    const handoff = `handoff-${this.counter}-${licence.connectionId}`;
-    this.handoffs.set(handoff, { licence, challenge });
+    const handoff = `handoff-${this.counter}-${license.connectionId}`;
+    this.handoffs.set(handoff, { license, challenge });
     return handoff;
   }
 
   /** Seeds a session directly (as if earlier flows had happened). */
   seedSession(
     token: string,
-    licences: readonly (FakeLicence & {
+    licenses: readonly (FakeLicense & {
       status?: 'connected' | 'disconnected';
       reason?: DisconnectedReason;
     })[],
   ): void {
     const connections = new Map<string, StoredConnection>();
-    for (const licence of licences) {
-      const stored = this.connectionFor(licence);
-      if (licence.status === 'disconnected') {
+    for (const license of licenses) {
+      const stored = this.connectionFor(license);
+      if (license.status === 'disconnected') {
         stored.connection = {
           ...stored.connection,
           status: 'disconnected',
           access_expires_at: null,
-          ...(licence.reason !== undefined && { disconnected_reason: licence.reason }),
+          ...(license.reason !== undefined && { disconnected_reason: license.reason }),
         };
       }
-      connections.set(licence.connectionId, stored);
+      connections.set(license.connectionId, stored);
     }
     this.sessions.set(token, connections);
   }
@@ -204,16 +204,16 @@ export class FakeBroker {
     return this.handle(request);
   };
 
-  private connectionFor(licence: FakeLicence): StoredConnection {
+  private connectionFor(license: FakeLicense): StoredConnection {
     return {
       connection: {
-        id: licence.connectionId,
+        id: license.connectionId,
         status: 'connected',
-        api_origin: licence.apiOrigin ?? 'https://api.provider.example',
+        api_origin: license.apiOrigin ?? 'https://api.provider.example',
         connected_at: new Date(this.now()).toISOString(),
         access_expires_at: new Date(this.now() + 3_600_000).toISOString(),
       },
-      user: licence.user,
+      user: license.user,
     };
   }
 
@@ -277,8 +277,8 @@ export class FakeBroker {
     }
     const session = this.sessions.get(token);
     if (session === undefined) throw new Error('unreachable');
-    const stored = this.connectionFor(pending.licence);
-    session.set(pending.licence.connectionId, stored);
+    const stored = this.connectionFor(pending.license);
+    session.set(pending.license.connectionId, stored);
     return jsonResponse(201, { session_token: token, connection: stored.connection });
   }
 }

@@ -1,10 +1,10 @@
-import type { FakeLicence } from './fake-broker.ts';
+import type { FakeLicense } from './fake-broker.ts';
 
 /**
- * Two licences as the sandbox provider describes its users (`users.me`), for unit tests and
+ * Two licenses as the sandbox provider describes its users (`users.me`), for unit tests and
  * screenshots. The second one carries fields the extension does not know, nested.
  */
-export const LICENCE_A: FakeLicence = {
+export const LICENSE_A: FakeLicense = {
   connectionId: 'conn-a',
   user: {
     id: 'u-1',
@@ -21,7 +21,7 @@ export const LICENCE_A: FakeLicence = {
   },
 };
 
-export const LICENCE_B: FakeLicence = {
+export const LICENSE_B: FakeLicense = {
   connectionId: 'conn-b',
   apiOrigin: 'https://api-eu2.provider.example',
   user: {

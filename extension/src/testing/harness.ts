@@ -4,11 +4,11 @@ import { createBackground, type Background } from '../background/service.ts';
 import { createStateStore, definePersistedStateItem, type StateStore } from '../state/persisted.ts';
 import { lastViewCache, lastViewItem } from '../state/last-view.ts';
 import { createViewStore, viewItem, type View } from '../state/view.ts';
-import { FakeBroker, type FakeLicence } from './fake-broker.ts';
+import { FakeBroker, type FakeLicense } from './fake-broker.ts';
 
-import { LICENCE_A, LICENCE_B } from './fixtures.ts';
+import { LICENSE_A, LICENSE_B } from './fixtures.ts';
 
-export { LICENCE_A, LICENCE_B };
+export { LICENSE_A, LICENSE_B };
 
 export const BROKER = 'http://127.0.0.1:8787';
 export const REDIRECT_URL = 'https://abcdefghijklmnopabcdefghijklmnop.chromiumapp.org/';
@@ -32,10 +32,10 @@ export class FakeIdentity {
     },
   };
 
-  /** The user signs in and picks `licence`: the broker redirects with a handoff. */
-  grant(broker: FakeBroker, licence: FakeLicence): void {
+  /** The user signs in and picks `license`: the broker redirects with a handoff. */
+  grant(broker: FakeBroker, license: FakeLicense): void {
     this.behaviour = (url) =>
-      `${REDIRECT_URL}?handoff=${broker.issueHandoff(licence, url.searchParams.get('code_challenge') ?? '')}`;
+      `${REDIRECT_URL}?handoff=${broker.issueHandoff(license, url.searchParams.get('code_challenge') ?? '')}`;
   }
 
   /** The flow ends at the redirect URL with `?error=`. */
@@ -161,7 +161,7 @@ export async function connect(h: Harness, reconnectId: string | null = null) {
 export const SESSION_TOKEN = 'session-token-1';
 
 /** A harness whose storage already holds a session the fake broker knows; French by default. */
-export async function signedIn(licences = [LICENCE_A, LICENCE_B]): Promise<Harness> {
+export async function signedIn(licenses = [LICENSE_A, LICENSE_B]): Promise<Harness> {
   const h = await createHarness({
     seed: () =>
       fakeBrowser.storage.local.set({
@@ -172,6 +172,6 @@ export async function signedIn(licences = [LICENCE_A, LICENCE_B]): Promise<Harne
         state$: { v: 2 },
       }),
   });
-  h.broker.seedSession(SESSION_TOKEN, licences);
+  h.broker.seedSession(SESSION_TOKEN, licenses);
   return h;
 }

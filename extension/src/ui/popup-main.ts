@@ -23,7 +23,7 @@ export function startPopup(): void {
     },
     {
       send: sendMessage,
-      // Both at once: after a browser restart storage.session is empty, and the licences kept in
+      // Both at once: after a browser restart storage.session is empty, and the licenses kept in
       // storage.local are painted while the background wakes and refreshes them.
       readView: async () => {
         const [current, kept] = await Promise.all([

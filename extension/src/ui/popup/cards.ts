@@ -14,11 +14,11 @@ const FACT_LABELS: Record<FactKey, MessageKey> = {
   seats: 'factSeats',
   validUntil: 'factValidUntil',
   language: 'factLanguage',
-  licenceId: 'factLicenceId',
+  licenseId: 'factLicenseId',
   accountId: 'factAccountId',
 };
 
-/** One licence: its user, status, key facts, any problem, "All details" and its actions. */
+/** One license: its user, status, key facts, any problem, "All details" and its actions. */
 export function card(s: Screen, c: ConnectionView, index: number): HTMLElement {
   const v = s.view;
   const summary = summarizeUser(c.user.record);
@@ -26,7 +26,7 @@ export function card(s: Screen, c: ConnectionView, index: number): HTMLElement {
   const status = reconnecting ? 'connecting' : c.status;
   const titleId = `card-${index}-title`;
   const name = summary.name ?? summary.email ?? t('unknownUser');
-  const licenceName = summary.licenceName ?? displayHost(c.apiOrigin);
+  const licenseName = summary.licenseName ?? displayHost(c.apiOrigin);
   const loading =
     c.user.status === 'loading' && c.user.record === undefined && c.status === 'connected';
   const disconnecting = s.busy.has(`disconnect:${c.id}`);
@@ -52,13 +52,13 @@ export function card(s: Screen, c: ConnectionView, index: number): HTMLElement {
     h(
       'header',
       { class: 'card-head' },
-      // One person may hold several licences: the heading names the licence too (for screen
+      // One person may hold several licenses: the heading names the license too (for screen
       // readers; it is on the card already), so that no two cards' headings are alike.
       h(
         'h3',
         { id: titleId, class: 'card-name' },
         h('span', { 'data-testid': 'user-name' }, loading ? t('loadingDetails') : name),
-        h('span', { class: 'visually-hidden' }, `, ${licenceName}`),
+        h('span', { class: 'visually-hidden' }, `, ${licenseName}`),
       ),
       h(
         'span',
@@ -82,10 +82,10 @@ export function card(s: Screen, c: ConnectionView, index: number): HTMLElement {
         )
       : h(
           'p',
-          { class: 'card-licence' },
-          h('span', { class: 'card-licence-label' }, t('licenceLabel')),
+          { class: 'card-license' },
+          h('span', { class: 'card-license-label' }, t('licenseLabel')),
           ' ',
-          h('strong', { 'data-testid': 'license-name' }, licenceName),
+          h('strong', { 'data-testid': 'license-name' }, licenseName),
         ),
     primary.length > 0 ? h('dl', { class: 'facts' }, primary.map(fact)) : null,
     c.status === 'disconnected'
@@ -108,7 +108,7 @@ export function card(s: Screen, c: ConnectionView, index: number): HTMLElement {
           c.user.record !== undefined ? ` ${t('detailsOutdated')}` : '',
         )
       : null,
-    loading ? null : detailsBlock(s, c, licenceName, secondary, summary.details),
+    loading ? null : detailsBlock(s, c, licenseName, secondary, summary.details),
     h(
       'div',
       { class: 'card-actions' },
@@ -120,7 +120,7 @@ export function card(s: Screen, c: ConnectionView, index: number): HTMLElement {
               class: 'btn btn--small btn--primary',
               'data-testid': 'reconnect-button',
               'data-focus': `reconnect:${c.id}`,
-              'aria-label': reconnecting ? null : t('reconnectLabel', licenceName),
+              'aria-label': reconnecting ? null : t('reconnectLabel', licenseName),
               'aria-disabled': v.flow.status === 'running' ? 'true' : null,
               onclick: () => s.connect(c.id),
             },
@@ -134,7 +134,7 @@ export function card(s: Screen, c: ConnectionView, index: number): HTMLElement {
           class: 'btn btn--small btn--quiet',
           'data-testid': 'disconnect-button',
           'data-focus': `disconnect:${c.id}`,
-          'aria-label': t('disconnectLabel', licenceName),
+          'aria-label': t('disconnectLabel', licenseName),
           'aria-disabled': disconnecting ? 'true' : null,
           onclick: () => {
             if (!disconnecting) s.disconnect(c.id);
@@ -158,7 +158,7 @@ function fact(f: Fact): Child {
 function detailsBlock(
   s: Screen,
   c: ConnectionView,
-  licenceName: string,
+  licenseName: string,
   secondary: readonly Fact[],
   fields: ReturnType<typeof summarizeUser>['details'],
 ): HTMLElement {
@@ -177,8 +177,8 @@ function detailsBlock(
       {
         'data-testid': 'details-toggle',
         'data-focus': `details:${c.id}`,
-        // "All details of <licence>": the visible words first, then which licence.
-        'aria-label': t('moreDetailsLabel', licenceName),
+        // "All details of <license>": the visible words first, then which license.
+        'aria-label': t('moreDetailsLabel', licenseName),
       },
       t('moreDetails'),
     ),

@@ -6,8 +6,8 @@ import { t, type MessageKey } from '../i18n.ts';
  * humanised name present/user-record.ts gives them.
  */
 const KNOWN: Record<string, MessageKey> = {
-  license: 'licenceLabel',
-  licence: 'licenceLabel',
+  license: 'licenseLabel',
+  licence: 'licenseLabel',
   firstname: 'fieldFirstName',
   givenname: 'fieldFirstName',
   lastname: 'fieldLastName',

@@ -34,7 +34,7 @@ export function keepingFocus(render: () => void): void {
 
 /** The heading of the screen shown: the list's, else the signed-out screen's. */
 function heading(): HTMLElement | null {
-  return document.getElementById('licences-title') ?? document.getElementById('intro-title');
+  return document.getElementById('licenses-title') ?? document.getElementById('intro-title');
 }
 
 /**

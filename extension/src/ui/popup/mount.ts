@@ -14,7 +14,7 @@ import { renderStatus } from './status-view.ts';
 
 /**
  * The popup: paints the view from storage.session at once (after a browser restart, when that is
- * empty, the licences kept in storage.local: state/last-view.ts), asks the background to refresh it,
+ * empty, the licenses kept in storage.local: state/last-view.ts), asks the background to refresh it,
  * re-renders whenever the background writes a new one, and sends every action through the
  * message map. One render loop over its parts: the status line (status.ts decides which message
  * wins, status-view.ts draws it), the screens and cards (screens.ts, cards.ts, details.ts), and
@@ -37,7 +37,7 @@ export interface PopupDeps {
   readonly fallbackView: View;
 }
 
-/** The User Timing mark of the first licence card on screen. */
+/** The User Timing mark of the first license card on screen. */
 export const FIRST_CARD_MARK = 'baton:first-card';
 
 export interface PopupElements {
@@ -138,7 +138,7 @@ export function mountPopup(elements: PopupElements, deps: PopupDeps): void {
   });
 
   /**
-   * A User Timing mark when the first licence card is in the DOM, measured from the popup's
+   * A User Timing mark when the first license card is in the DOM, measured from the popup's
    * navigation start: test/bench/popup-timing.ts reads it, and so can DevTools.
    */
   let cardMarked = false;

@@ -4,7 +4,7 @@ import { formatNumber, formatTime, t, type MessageKey } from '../i18n.ts';
 import { card } from './cards.ts';
 import type { Screen } from './screen.ts';
 
-/** The screen for a view: the licences when there are any, else the sign-in invitation. */
+/** The screen for a view: the licenses when there are any, else the sign-in invitation. */
 export function screenOf(s: Screen): Child {
   return s.view.signedIn && s.view.connections.length > 0 ? listScreen(s) : signedOutScreen(s);
 }
@@ -32,8 +32,8 @@ function listScreen(s: Screen): Child {
     h(
       'section',
       {
-        class: 'licences',
-        'aria-labelledby': 'licences-title',
+        class: 'licenses',
+        'aria-labelledby': 'licenses-title',
         'aria-busy': loading ? 'true' : null,
       },
       h(
@@ -41,8 +41,8 @@ function listScreen(s: Screen): Child {
         { class: 'list-head' },
         h(
           'h2',
-          { id: 'licences-title', tabindex: '-1', 'data-focus': 'licences-title' },
-          t('licencesTitle'),
+          { id: 'licenses-title', tabindex: '-1', 'data-focus': 'licenses-title' },
+          t('licensesTitle'),
           ' ',
           h('span', { class: 'count' }, formatNumber(v.connections.length)),
         ),

@@ -24,7 +24,7 @@ const connection = (id: string, status: ConnectionView['status']): ConnectionVie
   user: { status: 'loaded', record: { name: 'An Peeters' }, fetchedAt: NOW },
 });
 
-/** Signed in with c1 connected (the last flow's licence) and c2 disconnected (being reconnected). */
+/** Signed in with c1 connected (the last flow's license) and c2 disconnected (being reconnected). */
 const view = (
   parts: {
     flow?: FlowState;

@@ -53,8 +53,8 @@ function connectionState(v: View, id: string): 'connected' | 'disconnected' | 'a
 /**
  * Which message the status line shows, by precedence: a flow in progress, then an error of the
  * popup's own, then a fresh flow outcome (failed, then succeeded), then a notice from the
- * background, then a failed list refresh; else nothing. A message about one connection ("Licence
- * connected.", a failed reconnection, "Licence disconnected.") holds only while that connection
+ * background, then a failed list refresh; else nothing. A message about one connection ("License
+ * connected.", a failed reconnection, "License disconnected.") holds only while that connection
  * is as the message left it: once it changes (revoked, reconnected elsewhere, back in the list)
  * the message is stale and the next one shows. Pure: the tables in status.test.ts.
  */
