@@ -24,3 +24,4 @@ export type { BrokerEvent } from './connections/events.ts';
 export { createDelivery } from './ops/event-delivery.ts';
 export { createAdmin } from './ops/admin-commands.ts';
 export { parseKeyring } from './base/crypto.ts';
+export { DATA_FORMAT, DataFormatError, upgradeFormat } from './store/format.ts';

@@ -18,6 +18,9 @@ import { createMetrics } from './ops/metrics.ts';
 import { createShutdown } from './ops/shutdown.ts';
 import { bounded } from './store/redis/store.ts';
 import { createRedis } from './store/redis/clients.ts';
+import { DataFormatError, upgradeFormat } from './store/format.ts';
+import type { Store } from './store/types.ts';
+import type { Logger } from 'pino';
 import { storeDeps } from './http/stores.ts';
 
 /** Reads the environment, connects the store, listens, and shuts down gracefully on SIGTERM. */
@@ -78,6 +81,7 @@ async function main(): Promise<void> {
       ),
   });
   const store = tracingOn() ? tracedStore(stores.store) : stores.store;
+  await upgraded(store, log);
   const dispatcher = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
 
   // Events go to an outbox in Redis with the change they report; every instance delivers them.
@@ -198,4 +202,23 @@ function buildInfo(): { version: string; revision: string } {
     version: typeof version === 'string' ? version : 'unknown',
     revision: typeof built.revision === 'string' ? built.revision : 'unknown',
   };
+}
+
+/**
+ * The store brought to this release's data format before anything is served (store/format.ts);
+ * a store of a later format stops this broker, saying so.
+ */
+async function upgraded(store: Store, log: Logger): Promise<void> {
+  try {
+    const upgrade = await upgradeFormat(store, Date.now);
+    if (upgrade.leftToAnother)
+      log.info({ format: upgrade.from }, 'another instance is upgrading the data format');
+    else if (upgrade.from !== upgrade.to)
+      log.warn({ ...upgrade }, 'upgraded the data format of the store');
+  } catch (error) {
+    if (!(error instanceof DataFormatError)) throw error;
+    log.fatal(error.message);
+    log.flush();
+    process.exit(1);
+  }
 }

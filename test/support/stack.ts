@@ -8,6 +8,7 @@ import {
   createRedis,
   loadConfig,
   storeDeps,
+  upgradeFormat,
   type BrokerApp,
   type Store,
 } from '@baton/server';
@@ -77,6 +78,8 @@ export async function startBroker(options: BrokerOptions): Promise<Broker> {
   redis.client.on('error', () => {});
   await redis.client.connect();
   const stores = storeDeps(redis);
+  // As main.ts does: the store brought to this release's data format before anything is served.
+  await upgradeFormat(stores.store, options.clock.now);
   const { store } = stores;
   const dispatcher = new Agent();
   const services = composeServices({

@@ -3,10 +3,14 @@ import type { Sealer } from '../base/crypto.ts';
 import { invalidSession } from '../base/errors.ts';
 import { noEvents, type BrokerEvent, type EventSink } from './events.ts';
 import { trimOldest } from '../base/bounded.ts';
-import { keys } from '../store/keys.ts';
+import { INDEX_SHARDS, indexMember, indexShard, keys } from '../store/keys.ts';
 import { DEFAULT_SESSION_LIFETIME, type Sessions } from './sessions.ts';
 import type { TokenSet } from '../oauth/provider.ts';
 import type { Store } from '../store/types.ts';
+
+const STATUSES = ['connected', 'disconnected'] as const;
+/** Shards of the connections index counted at once. */
+const COUNT_BATCH = 64;
 
 /** One connected license, as stored (sealed) per session. */
 export interface ConnectionRecord {
@@ -78,7 +82,6 @@ export function createConnectionRepository(
     }
     return record;
   }
-  const member = (sid: string, id: string) => `${sid}:${id}`;
   const OTHER = { connected: 'disconnected', disconnected: 'connected' } as const;
 
   /**
@@ -105,9 +108,9 @@ export function createConnectionRepository(
     if (written && outbox) await events.recorded(sid);
     if (written) {
       await store.setAdd(keys.connectionIds(sid), record.id, ttlMs);
-      const at = member(sid, record.id);
-      await store.indexPut(keys.connectionIndex(record.status), at, ttlMs);
-      await store.indexRemove(keys.connectionIndex(OTHER[record.status]), at);
+      const [at, shard] = [indexMember(sid, record.id), indexShard(sid)];
+      await store.indexPut(keys.connectionIndex(record.status, shard), at, ttlMs);
+      await store.indexRemove(keys.connectionIndex(OTHER[record.status], shard), at);
     }
     return written;
   }
@@ -146,16 +149,32 @@ export function createConnectionRepository(
       if (!outbox) await store.del(...gone);
       else if (await store.delRecording(gone, outbox)) await events.recorded(sid);
       await store.setRemove(keys.connectionIds(sid), id);
-      for (const status of ['connected', 'disconnected'] as const)
-        await store.indexRemove(keys.connectionIndex(status), member(sid, id));
+      for (const status of STATUSES)
+        await store.indexRemove(
+          keys.connectionIndex(status, indexShard(sid)),
+          indexMember(sid, id),
+        );
     },
 
-    /** How many connections are in each status now (for the metrics gauge). */
+    /**
+     * How many connections are in each status now (for the metrics gauge): a count of every shard
+     * of the index, a few at a time.
+     */
     async countByStatus(): Promise<Record<'connected' | 'disconnected', number>> {
-      return {
-        connected: await store.indexCount(keys.connectionIndex('connected')),
-        disconnected: await store.indexCount(keys.connectionIndex('disconnected')),
-      };
+      const counts = { connected: 0, disconnected: 0 };
+      for (let first = 0; first < INDEX_SHARDS; first += COUNT_BATCH) {
+        const shards = Array.from(
+          { length: Math.min(COUNT_BATCH, INDEX_SHARDS - first) },
+          (_, n) => first + n,
+        );
+        for (const status of STATUSES) {
+          const each = await Promise.all(
+            shards.map((shard) => store.indexCount(keys.connectionIndex(status, shard))),
+          );
+          counts[status] += each.reduce((sum, count) => sum + count, 0);
+        }
+      }
+      return counts;
     },
   };
 }

@@ -23,8 +23,21 @@ export const keys = {
   deadLetters: (shard: number) => `baton:{events:${shard}}:dead`,
   handoff: (hash: string) => `baton:{handoff:${hash}}`,
   stateClaim: (hash: string) => `baton:{state:${hash}}`,
-  /** Every connection in a status, scored by its record's expiry: the connections gauge. */
-  connectionIndex: (status: 'connected' | 'disconnected') => `baton:{stats}:connections:${status}`,
+  /**
+   * The connections in a status, scored by their record's expiry (the connections gauge), spread
+   * over INDEX_SHARDS keys by session: members are `indexMember`s.
+   */
+  connectionIndex: (status: 'connected' | 'disconnected', shard: number) =>
+    `baton:{stats:${shard}}:connections:${status}`,
+  /** The one index of data format 1, moved into the shards at start-up (store/format.ts). */
+  formerConnectionIndex: (status: 'connected' | 'disconnected') =>
+    `baton:{stats}:connections:${status}`,
+  /** The data format the store holds (store/format.ts), and who upgrades it. */
+  dataFormat: 'baton:format',
+  dataFormatUpgrade: 'baton:format:upgrade',
+  /** Format 1's one schedule and one dead letters list, moved into the shards at start-up. */
+  formerEventsDue: 'baton:{events}:due',
+  formerDeadLetters: 'baton:{events}:dead',
   /** The instance that reports store-wide gauges (http/app.ts). */
   metricsReporter: 'baton:{stats}:metrics-reporter',
   rateLimitPrefix: 'baton:ratelimit:',
@@ -54,6 +67,23 @@ export const sessionKeyPatterns = {
   connection: 'baton:{*}:connection:*',
   outbox: 'baton:{*}:outbox',
 } as const;
+
+/**
+ * How many keys the connections index is spread over: at 100,000 connections about 100 a key, under
+ * Redis's 128 for its compact encoding of a sorted set (zset-max-listpack-entries).
+ */
+export const INDEX_SHARDS = 1024;
+
+/** The connections index's shard of session `sid` (its first two characters are uniform). */
+export function indexShard(sid: string): number {
+  return (BASE64URL.indexOf(sid.charAt(0)) * 64 + BASE64URL.indexOf(sid.charAt(1))) % INDEX_SHARDS;
+}
+
+/**
+ * A connection in the index: 96 bits of its session id (never a collision among any plausible
+ * number of sessions) and its id, 39 characters in all.
+ */
+export const indexMember = (sid: string, id: string): string => `${sid.slice(0, 16)}:${id}`;
 
 /** How many keys the event schedule, its count and the dead letters are each spread over. */
 export const EVENT_SHARDS = 16;

@@ -71,6 +71,11 @@ export interface Store {
   scheduleDue(key: string, atMs: number, limit: number): Promise<string[]>;
   scheduleRemove(key: string, member: string): Promise<void>;
   scheduleSize(key: string): Promise<number>;
+  /**
+   * Takes (removes and answers) up to `count` members of a schedule or index with the lowest
+   * scores, with their scores: for moving one, batch by batch (ZPOPMIN).
+   */
+  sortedTake(key: string, count: number): Promise<{ member: string; score: number }[]>;
   /** Add `delta` to a counter (absent: 0) that then lives `ttlMs`; answers the new value. */
   counterAdd(key: string, delta: number, ttlMs: number): Promise<number>;
   /**

@@ -1,4 +1,5 @@
 import { trackedAnswers, type Redis } from './clients.ts';
+import type { TrackedAnswers } from './tracked.ts';
 import { StoreUnavailableError, type Store, type Versioned } from '../types.ts';
 import {
   COUNTER_ADD,
@@ -164,16 +165,20 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     answers.recall(alongside) === undefined;
 
   /** A string and a versioned value on its slot, read (tracked) and kept in one round trip. */
-  const readTogether = async (first: string, second: string): Promise<string | null> => {
-    const epoch = answers!.epoch;
+  const readTogether = async (
+    kept: TrackedAnswers,
+    first: string,
+    second: string,
+  ): Promise<string | null> => {
+    const epoch = kept.epoch;
     const [value, versioned] = (await script(GET_TOGETHER, [first, second], [])) as [
       string | null | false,
       string | null | false,
     ];
     const record = typeof versioned === 'string' ? parseVersioned(versioned) : null;
-    if (record !== null) answers!.remember(second, record, epoch);
+    if (record !== null) kept.remember(second, record, epoch);
     if (typeof value !== 'string') return null;
-    answers!.remember(first, value, epoch);
+    kept.remember(first, value, epoch);
     return value;
   };
   /**
@@ -193,8 +198,8 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
 
   return {
     get: (key, options = {}) =>
-      options.alongside !== undefined && together(key, options.alongside, options)
-        ? readTogether(key, options.alongside)
+      answers && options.alongside !== undefined && together(key, options.alongside, options)
+        ? readTogether(answers, key, options.alongside)
         : tracked(
             key,
             options,
@@ -298,6 +303,17 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     scheduleRemove: async (key, member) => {
       await guard(() => client.zRem(key, member));
       await replicated(key);
+    },
+    sortedTake: async (key, count) => {
+      const reply = (await guard(() =>
+        redis.sendCommand(key, ['ZPOPMIN', key, String(count)]),
+      )) as unknown[];
+      // RESP3 answers pairs; RESP2 a flat list.
+      const flat = reply.flat() as (string | number)[];
+      const taken: { member: string; score: number }[] = [];
+      for (let i = 0; i + 1 < flat.length; i += 2)
+        taken.push({ member: String(flat[i]), score: Number(flat[i + 1]) });
+      return taken;
     },
     scheduleSize: async (key) => Number(await guard(() => redis.sendCommand(key, ['ZCARD', key]))),
     counterAdd: async (key, delta, ttlMs) =>
