@@ -185,4 +185,54 @@ describe('the client-side cache of sessions and records', () => {
       await store.close();
     }
   });
+
+  it('read a session and the record it needs in one round trip, and keep both', async () => {
+    const own = createRedisClient(redis.url, 10_000);
+    await own.connect();
+    const store = createRedisStore(standalone(own));
+    const [session, record] = ['contract:{together}:session', 'contract:{together}:record'];
+    const calls = async () =>
+      Number(/cmdstat_eval:calls=(\d+)/.exec(await client.info('commandstats'))?.[1] ?? 0);
+    try {
+      await store.set(session, 'on', 60_000);
+      await store.setVersioned(record, 0, 'sealed', 60_000);
+      // The session is read once alone (untracked: it was not known to exist) ...
+      await expect
+        .poll(
+          async () => (
+            await store.get(session, { cached: true }),
+            trackedAnswers(own)!.known(session)
+          ),
+        )
+        .toBe(true);
+      trackedAnswers(own)!.forget(null);
+      const before = await calls();
+      // ... then with its record, in one script, and both kept.
+      expect(await store.get(session, { cached: true, alongside: record })).toBe('on');
+      expect((await calls()) - before).toBe(1);
+      expect(trackedAnswers(own)!.recall(record)).toEqual({ version: 1, value: 'sealed' });
+      expect(await store.getVersioned(record, { cached: true })).toEqual({
+        version: 1,
+        value: 'sealed',
+      });
+      expect((await calls()) - before).toBe(1);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('data format 1 (the previous release)', () => {
+  it('a versioned record stored as a hash {v, d} is read, and written over as format 2', async () => {
+    const store = createRedisStore(standalone(client));
+    const key = 'contract:{format1}:connection:c1';
+    await client.hSet(key, { v: '3', d: 'k1.sealed' });
+    await client.pExpire(key, 60_000);
+    expect(await store.getVersioned(key)).toEqual({ version: 3, value: 'k1.sealed' });
+    expect(await store.setVersioned(key, 2, 'stale', 60_000)).toBe(false);
+    expect(await store.setVersioned(key, 3, 'k1.resealed', 60_000)).toBe(true);
+    expect(await client.type(key)).toBe('string');
+    expect(await client.get(key)).toBe('4:k1.resealed');
+    expect(await store.getVersioned(key)).toEqual({ version: 4, value: 'k1.resealed' });
+  });
 });

@@ -45,8 +45,15 @@ export function createSessions(
       lifetime.maxAgeMs === undefined ? Infinity : session.created_at + lifetime.maxAgeMs,
     );
 
-  const read = async (sid: string, cached: boolean): Promise<SessionValue | null> => {
-    const raw = await store.get(keys.session(sid), { cached });
+  const read = async (
+    sid: string,
+    cached: boolean,
+    alongside?: string,
+  ): Promise<SessionValue | null> => {
+    const raw = await store.get(keys.session(sid), {
+      cached,
+      ...(alongside === undefined ? {} : { alongside }),
+    });
     return raw === null ? null : (JSON.parse(raw) as SessionValue);
   };
 
@@ -82,12 +89,17 @@ export function createSessions(
 
     /**
      * The session id for a bearer token, or null when the session is unknown or expired. Renews a
-     * session last renewed an hour ago or more.
+     * session last renewed an hour ago or more. `connection`: the id of the connection the caller
+     * reads next, read with the session in one round trip when neither is kept.
      */
-    async resolve(token: string): Promise<string | null> {
+    async resolve(token: string, connection?: string): Promise<string | null> {
       if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return null;
       const sid = hashToken(token);
-      let session = await read(sid, true);
+      let session = await read(
+        sid,
+        true,
+        connection === undefined ? undefined : keys.connection(sid, connection),
+      );
       if (session === null) return null;
       // Written before sessions said when they expire, or expired: Redis decides.
       if (session.expires_at === undefined || session.expires_at <= now()) {

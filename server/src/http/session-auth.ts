@@ -51,7 +51,8 @@ export function createSessionGate(options: SessionGateOptions) {
       ? new KeyedBuckets({ limit: options.callsPerMinute, windowMs: minute, now })
       : undefined;
 
-  return async function requireSid(req: IncomingMessage): Promise<string> {
+  /** `connection`: the connection the call reads next (its record comes with the session). */
+  return async function requireSid(req: IncomingMessage, connection?: string): Promise<string> {
     // The address is worked out only while some address has failed lately.
     const address = failures.size > 0 ? addressOf(req) : undefined;
     if (address !== undefined) {
@@ -59,7 +60,7 @@ export function createSessionGate(options: SessionGateOptions) {
       if (wait > 0) throw rateLimited(wait);
     }
     const token = bearer(req.headers);
-    const sid = token === undefined ? null : await sessions.resolve(token);
+    const sid = token === undefined ? null : await sessions.resolve(token, connection);
     if (sid === null) {
       failures.take(address ?? addressOf(req));
       throw invalidSession();

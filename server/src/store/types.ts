@@ -6,8 +6,10 @@ export interface Store {
   /**
    * From the store itself unless `cached` (see getVersioned): never cache what expires by time
    * rather than by a write (a lock, a back-off) unless its value says when it expires.
+   * `alongside`: a versioned key on the same slot that the caller reads next (a call's record after
+   * its session): when neither is kept, both are read in one round trip and kept.
    */
-  get(key: string, options?: { cached?: boolean }): Promise<string | null>;
+  get(key: string, options?: { cached?: boolean; alongside?: string }): Promise<string | null>;
   set(key: string, value: string, ttlMs: number): Promise<void>;
   /** SET NX PX: true when this call created the key. */
   setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean>;

@@ -70,9 +70,11 @@ export function proxyRoute(deps: ProxyRouteDeps) {
         const method = req.method ?? '';
         if (!(PROXY_METHODS as readonly string[]).includes(method))
           throw new BrokerError('invalid_request', `The method ${method} is not proxied.`);
-        const sid = await requireSid(req);
+        const rawId = call[1] ?? '';
+        // The session first (its record read with it), then the body, then the connection.
+        const sid = await requireSid(req, rawId.includes('%') ? undefined : rawId);
         const body = await readBody(req, res);
-        const loaded = await loadConnection(sid, decodeId(call[1] ?? ''));
+        const loaded = await loadConnection(sid, decodeId(rawId));
         await proxy.forward({ req, body, res, sid, loaded, below: call[2] ?? '', query: call[3] });
       } catch (error) {
         fail(res, error);

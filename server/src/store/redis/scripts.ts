@@ -9,14 +9,44 @@ const PUSH = `local function push(k, i)
   if redis.call('PTTL', KEYS[k]) < ttl then redis.call('PEXPIRE', KEYS[k], ttl) end
 end`;
 
-/** KEYS[2], when given, is an outbox on the record's slot: the event goes in with the write. */
+/**
+ * A versioned value's version, in either format: a string `<version>:<value>` (data format 2), or
+ * a hash {v, d} (format 1, read until the value is next written).
+ */
+const VERSION_OF = `local function version_of(key)
+  local kind = redis.call('TYPE', key).ok
+  if kind == 'string' then return string.match(redis.call('GET', key), '^(%d+):') end
+  if kind == 'hash' then return redis.call('HGET', key, 'v') end
+  return nil
+end`;
+
+/**
+ * Writes ARGV[2] as version ARGV[1] + 1 when the stored version is still ARGV[1] (a hash of format
+ * 1 is replaced by the string). KEYS[2], when given, is an outbox on the record's slot: the event
+ * goes in with the write.
+ */
 export const SET_VERSIONED = `${PUSH}
-local current = redis.call('HGET', KEYS[1], 'v')
-if (current or '0') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'v', tostring(tonumber(ARGV[1]) + 1), 'd', ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
+${VERSION_OF}
+if (version_of(KEYS[1]) or '0') ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], tostring(tonumber(ARGV[1]) + 1) .. ':' .. ARGV[2], 'PX', ARGV[3])
 if KEYS[2] then push(2, 4) end
 return 1`;
+
+/** A value of format 1 (a hash {v, d}), as format 2 writes it: `<version>:<value>`, or nil. */
+export const GET_VERSIONED_HASH = `
+local v = redis.call('HMGET', KEYS[1], 'v', 'd')
+if not v[1] or not v[2] then return nil end
+return v[1] .. ':' .. v[2]`;
+
+/**
+ * KEYS[1], a string, and KEYS[2], a versioned value of format 2, read in one step (a session and
+ * the record a call needs, on their shared slot); a format-1 hash reads as nil.
+ */
+export const GET_TOGETHER = `
+local kind = redis.call('TYPE', KEYS[2]).ok
+local second = false
+if kind == 'string' then second = redis.call('GET', KEYS[2]) end
+return { redis.call('GET', KEYS[1]) or false, second }`;
 
 /**
  * Deletes every key but the last and, only when the first existed, appends to the last (an outbox)

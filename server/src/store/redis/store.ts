@@ -1,5 +1,5 @@
 import { trackedAnswers, type Redis } from './clients.ts';
-import { StoreUnavailableError, type Store } from '../types.ts';
+import { StoreUnavailableError, type Store, type Versioned } from '../types.ts';
 import {
   COUNTER_ADD,
   DELETE_IF_EQUALS,
@@ -12,6 +12,8 @@ import {
   LOG_ADD,
   SCHEDULE_PUT,
   SET_ADD,
+  GET_TOGETHER,
+  GET_VERSIONED_HASH,
   SET_VERSIONED,
 } from './scripts.ts';
 
@@ -62,6 +64,15 @@ const HEARTBEAT_MS = 250;
  * The Store on Redis. Every error of the client becomes a StoreUnavailableError. Starts the
  * heartbeat that cached reads depend on; `close` stops it.
  */
+/** `<version>:<value>` as a Versioned, frozen (kept answers are shared), or null if malformed. */
+function parseVersioned(raw: string): Versioned | null {
+  const colon = raw.indexOf(':');
+  const version = Number(raw.slice(0, colon));
+  return colon > 0 && Number.isInteger(version)
+    ? Object.freeze({ version, value: raw.slice(colon + 1) })
+    : null;
+}
+
 export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}): Store {
   const { client } = redis;
   const { onError = () => {}, waitReplicas = 0, waitTimeoutMs = 250 } = options;
@@ -127,6 +138,44 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
   };
   const script = (source: string, keys: string[], args: string[]) =>
     guard(() => client.eval(source, { keys, arguments: args }));
+
+  /** A versioned value, stored as `<version>:<value>` (format 2) or as a hash (format 1). */
+  const readVersioned = async (key: string): Promise<Versioned | null> => {
+    let raw: unknown;
+    try {
+      raw = await redis.sendCommand(key, ['GET', key]);
+    } catch (error) {
+      if (!String((error as Error).message).startsWith('WRONGTYPE')) throw error;
+      raw = await client.eval(GET_VERSIONED_HASH, { keys: [key] });
+    }
+    return typeof raw === 'string' ? parseVersioned(raw) : null;
+  };
+
+  /**
+   * Whether to read `first` and `alongside` in one step: both kept answers missing, and `first`
+   * known to exist (else it is read untracked alone: see `tracked`).
+   */
+  const together = (first: string, alongside: string, options: { cached?: boolean }): boolean =>
+    answers !== undefined &&
+    options.cached === true &&
+    vouched(first) &&
+    answers.known(first) &&
+    answers.recall(first) === undefined &&
+    answers.recall(alongside) === undefined;
+
+  /** A string and a versioned value on its slot, read (tracked) and kept in one round trip. */
+  const readTogether = async (first: string, second: string): Promise<string | null> => {
+    const epoch = answers!.epoch;
+    const [value, versioned] = (await script(GET_TOGETHER, [first, second], [])) as [
+      string | null | false,
+      string | null | false,
+    ];
+    const record = typeof versioned === 'string' ? parseVersioned(versioned) : null;
+    if (record !== null) answers!.remember(second, record, epoch);
+    if (typeof value !== 'string') return null;
+    answers!.remember(first, value, epoch);
+    return value;
+  };
   /**
    * Replication is asynchronous: a master that dies before its replica has a write loses it on
    * failover. WAIT, on the connection that wrote (so it covers that write), narrows that to writes
@@ -144,13 +193,15 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
 
   return {
     get: (key, options = {}) =>
-      tracked(
-        key,
-        options,
-        async () => (await redis.sendCommand(key, ['GET', key])) as string | null,
-        // GETEX without options changes nothing, and Redis tracks no key a write command reads.
-        async () => (await redis.sendCommand(key, ['GETEX', key])) as string | null,
-      ),
+      options.alongside !== undefined && together(key, options.alongside, options)
+        ? readTogether(key, options.alongside)
+        : tracked(
+            key,
+            options,
+            async () => (await redis.sendCommand(key, ['GET', key])) as string | null,
+            // GETEX without options changes nothing, and Redis tracks no key a write command reads.
+            async () => (await redis.sendCommand(key, ['GETEX', key])) as string | null,
+          ),
     set: async (key, value, ttlMs) => {
       await guard(() => client.set(key, value, { expiration: { type: 'PX', value: ttlMs } }));
       await replicated(key);
@@ -177,15 +228,7 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     deleteIfEquals: async (key, value) => (await script(DELETE_IF_EQUALS, [key], [value])) === 1,
     expireIfEquals: async (key, value, ttlMs) =>
       (await script(EXPIRE_IF_EQUALS, [key], [value, String(ttlMs)])) === 1,
-    getVersioned: (key, options = {}) =>
-      tracked(key, options, async () => {
-        const [version, value] = (await redis.sendCommand(key, ['HMGET', key, 'v', 'd'])) as (
-          string | null
-        )[];
-        if (version === null || version === undefined || value === null || value === undefined)
-          return null;
-        return Object.freeze({ version: Number(version), value });
-      }),
+    getVersioned: (key, options = {}) => tracked(key, options, () => readVersioned(key)),
     setVersioned: async (key, expected, value, ttlMs, outbox) => {
       const written =
         (await script(
