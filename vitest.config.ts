@@ -7,7 +7,8 @@ import { defineConfig } from 'vitest/config';
  * real browsers; `image` builds server/Dockerfile and runs it on a real Docker engine; `kubernetes`
  * renders deploy/kubernetes/ and checks every object and alert; `release` checks the version in
  * every place, the build's revision and the SBOM of the broker's production dependencies;
- * `bootstrap` runs the README's two commands on a fresh clone whose npm registry cannot be reached.
+ * `bootstrap` runs the README's two commands on a fresh clone whose npm registry cannot be reached;
+ * `upgrade` starts this release on a Redis written by the previous one (test/upgrade/fixtures/).
  */
 export default defineConfig({
   test: {
@@ -74,6 +75,15 @@ export default defineConfig({
           globalSetup: ['test/support/require-tools.ts'],
           testTimeout: 300_000,
           hookTimeout: 180_000,
+        },
+      },
+      {
+        test: {
+          name: 'upgrade',
+          include: ['test/upgrade/**/*.test.ts'],
+          globalSetup: ['test/support/require-tools.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
         },
       },
       {

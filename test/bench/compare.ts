@@ -9,9 +9,7 @@
  * against the bare proxy (or the upstream) of the same round. Revisions are checked out as
  * detached git worktrees, each installed (offline where it can) from this checkout's pnpm store.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -19,6 +17,7 @@ import { openLoopInterleaved, wrk } from './loadgen.ts';
 import { cpuMs, type Proc } from './procs.ts';
 import { direct, median, spread, viaBroker, writeLines, type Spread } from './scenarios.ts';
 import { BenchStack } from './stack.ts';
+import { checkoutRevision, git } from '../support/revision.ts';
 
 const { values } = parseArgs({
   options: {
@@ -37,37 +36,12 @@ const seconds = Number(values.duration);
 const openRate = Number(values['open-rate']);
 const openSliceMs = Number(values['open-slice']);
 const log = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
-const git = (...args: string[]) =>
-  execFileSync('git', args, { cwd: root, encoding: 'utf8' }).trim();
-
-/** The pnpm store this checkout was installed from, so that a worktree installs offline. */
-const storeDir = /"storeDir": "([^"]+)"/.exec(
-  readFileSync(join(root, 'node_modules/.modules.yaml'), 'utf8'),
-)?.[1];
 
 /** The broker entry point of `rev`, in a worktree of its own (made once per commit). */
-function brokerMain(rev: string): string {
-  if (rev === 'work') return join(root, 'server/src/main.ts');
-  const sha = git('rev-parse', '--short', rev);
-  const dir = join(tmpdir(), `baton-rev-${sha}`);
-  if (!existsSync(join(dir, 'server/node_modules'))) {
-    if (!existsSync(dir)) git('worktree', 'add', '--detach', dir, sha);
-    const store = storeDir === undefined ? [] : ['--store-dir', storeDir.replace(/\/v\d+$/, '')];
-    execFileSync(
-      'pnpm',
-      [
-        'install',
-        '--frozen-lockfile',
-        '--prefer-offline',
-        '--filter',
-        '@baton/server...',
-        ...store,
-      ],
-      { cwd: dir, stdio: 'ignore' },
-    );
-  }
-  return join(dir, 'server/src/main.ts');
-}
+const brokerMain = (rev: string): string =>
+  rev === 'work'
+    ? join(root, 'server/src/main.ts')
+    : join(checkoutRevision(rev).dir, 'server/src/main.ts');
 
 /**
  * `rev` or `rev+--node-flag+NAME=value+…`: the same revision may run with other Node options or

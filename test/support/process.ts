@@ -16,9 +16,10 @@ export class BrokerProcess {
     this.url = url;
   }
 
-  static async start(env: Record<string, string>): Promise<BrokerProcess> {
+  /** `main`: the broker's entry point (default this checkout's; a past revision's: revision.ts). */
+  static async start(env: Record<string, string>, main = BROKER_MAIN): Promise<BrokerProcess> {
     const port = env.PORT === undefined ? await freePort() : Number(env.PORT);
-    const child = spawn(process.execPath, [BROKER_MAIN], {
+    const child = spawn(process.execPath, [main], {
       env: {
         PATH: process.env.PATH ?? '',
         PUBLIC_URL: `http://127.0.0.1:${port}`,

@@ -3,7 +3,9 @@ import {
   composeServices,
   configureServer,
   createApp,
+  createDelivery,
   createLogger,
+  createOutbox,
   createMetrics,
   createRedis,
   loadConfig,
@@ -82,12 +84,36 @@ export async function startBroker(options: BrokerOptions): Promise<Broker> {
   await upgradeFormat(stores.store, options.clock.now);
   const { store } = stores;
   const dispatcher = new Agent();
+  // EVENTS_WEBHOOK_URL in `env`: events are recorded and delivered as main.ts does, on the clock.
+  const delivery = config.events.webhook
+    ? createDelivery({
+        ...config.events.webhook,
+        store,
+        fetch,
+        now: options.clock.now,
+        log,
+        limits: config.events.limits,
+      })
+    : undefined;
+  const events = delivery
+    ? createOutbox({
+        store,
+        now: options.clock.now,
+        limits: config.events.limits,
+        wake: () => delivery.wake(),
+        onFull: (sid) => delivery.trim(sid),
+      })
+    : undefined;
+  delivery?.start();
+  const metrics = options.metrics ? createMetrics() : undefined;
+  if (delivery) metrics?.observeEvents(delivery);
   const services = composeServices({
     config,
     store: stores.store,
     dispatcher,
     log,
     now: options.clock.now,
+    ...(events ? { events } : {}),
     ...(options.tokenTimeoutMs === undefined ? {} : { tokenTimeoutMs: options.tokenTimeoutMs }),
   });
   const broker = createApp({
@@ -96,7 +122,7 @@ export async function startBroker(options: BrokerOptions): Promise<Broker> {
     dispatcher,
     log,
     services,
-    ...(options.metrics ? { metrics: createMetrics() } : {}),
+    ...(metrics ? { metrics } : {}),
   });
   // Checked against docs/openapi.json where the suite asks for it (contract-setup.ts).
   server.on('request', observed(broker.app));
@@ -108,6 +134,7 @@ export async function startBroker(options: BrokerOptions): Promise<Broker> {
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await delivery?.stop();
       await dispatcher.close();
       if (redis.client.isOpen) await redis.client.close();
     },

@@ -1,6 +1,7 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { ControlInputError } from './errors.ts';
 import type { ActiveFault, Fault } from './faults.ts';
+import type { IssuedTokens } from './issued.ts';
 import type {
   Consent,
   Counters,
@@ -46,6 +47,20 @@ export interface SandboxControl {
   secrets(): string[];
   /** Empties counters, request log and faults. */
   reset(): void;
+  /**
+   * Every grant, its access tokens (with their expiry) and refresh tokens (used or not), and
+   * `secrets()`: what a test needs to stand up another sandbox that honours the same tokens.
+   */
+  exportTokens(): IssuedTokens;
+  /**
+   * Adds another sandbox's export: its tokens then work here as they did there, on this sandbox's
+   * clock. Checked whole first: a malformed input throws and adds nothing. Returns how many.
+   */
+  importTokens(tokens: IssuedTokens): {
+    grants: number;
+    accessTokens: number;
+    refreshTokens: number;
+  };
 }
 
 export function createControl(state: State): SandboxControl {
@@ -68,6 +83,8 @@ export function createControl(state: State): SandboxControl {
     requests: () => state.requests().map((entry) => structuredClone(entry)),
     secrets: () => state.secrets(),
     reset: () => state.reset(),
+    exportTokens: () => state.exportTokens(),
+    importTokens: (tokens) => state.importTokens(tokens),
   };
 }
 
@@ -175,6 +192,12 @@ export function controlRoutes(control: SandboxControl) {
   });
   router.get('/secrets', (_req, res) => {
     res.json({ secrets: control.secrets() });
+  });
+  router.get('/tokens', (_req, res) => {
+    res.json(control.exportTokens());
+  });
+  router.post('/tokens', (req, res) => {
+    res.json(control.importTokens(body(req) as unknown as IssuedTokens));
   });
   router.post('/reset', (_req, res) => {
     control.reset();

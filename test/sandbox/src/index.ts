@@ -12,6 +12,7 @@ export { ACCOUNTS, DEMO_PASSWORD, LOCALES } from './accounts.ts';
 export type { Account, License, Locale } from './accounts.ts';
 export type { SandboxClock, SandboxControl } from './control.ts';
 export type { ErrorBody, OAuthErrorCode } from './errors.ts';
+export type { IssuedGrant, IssuedTokens } from './issued.ts';
 export type {
   ActiveFault,
   Fault,

@@ -10,6 +10,7 @@ import {
 } from './accounts.ts';
 import { ControlInputError, OAuthError } from './errors.ts';
 import { createFaults, type FaultTarget } from './faults.ts';
+import { parseIssuedTokens, type IssuedGrant, type IssuedTokens } from './issued.ts';
 
 /** Lifetimes from the specification. A code issued at t is valid while now < t + CODE_TTL_MS. */
 export const CODE_TTL_MS = 120_000;
@@ -107,13 +108,7 @@ interface Code {
   expiresAt: number;
 }
 
-interface Grant {
-  id: string;
-  clientId: string;
-  licenseId: string;
-  email: string;
-  revoked: boolean;
-}
+type Grant = IssuedGrant;
 
 interface AccessToken {
   grant: Grant;
@@ -399,6 +394,48 @@ export function createState(options: StateOptions) {
       return entry;
     },
     secrets: (): string[] => [...secrets],
+
+    /** Every grant, its access and refresh tokens and every secret, as data (IssuedTokens). */
+    exportTokens(): IssuedTokens {
+      return {
+        grants: [...grants.values()].map((grant) => ({ ...grant })),
+        accessTokens: [...accessTokens].map(([token, { grant, expiresAt }]) => ({
+          token,
+          grant: grant.id,
+          expiresAt,
+        })),
+        refreshTokens: [...refreshTokens].map(([token, { grant, used }]) => ({
+          token,
+          grant: grant.id,
+          used,
+        })),
+        secrets: [...secrets],
+      };
+    },
+
+    /**
+     * Adds what another sandbox exported: afterwards its tokens work here as they did there (on
+     * this sandbox's clock). Checked whole before anything is added: a bad input adds nothing.
+     */
+    importTokens(input: unknown): { grants: number; accessTokens: number; refreshTokens: number } {
+      const issued = parseIssuedTokens(input, {
+        knownGrants: (id) => grants.has(id),
+        prefix: PREFIX,
+      });
+      for (const grant of issued.grants) grants.set(grant.id, { ...grant });
+      const grantOf = (id: string): Grant => grants.get(id)!;
+      for (const { token, grant, expiresAt } of issued.accessTokens)
+        accessTokens.set(token, { grant: grantOf(grant), expiresAt });
+      for (const { token, grant, used } of issued.refreshTokens)
+        refreshTokens.set(token, { grant: grantOf(grant), used });
+      for (const secret of issued.secrets) secrets.add(secret);
+      for (const { token } of [...issued.accessTokens, ...issued.refreshTokens]) secrets.add(token);
+      return {
+        grants: issued.grants.length,
+        accessTokens: issued.accessTokens.length,
+        refreshTokens: issued.refreshTokens.length,
+      };
+    },
     /** Counters, request log and faults back to empty. Tokens, clients, clock and consent stay. */
     reset(): void {
       counters = zeroCounters();
