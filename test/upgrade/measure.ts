@@ -61,9 +61,14 @@ function scaled(k: number): StoredKey[] {
 }
 
 const members = (keys: readonly StoredKey[], match: (key: string) => boolean) =>
-  keys
-    .filter(({ key }) => match(key))
-    .reduce((sum, stored) => sum + (stored.type === 'string' ? 1 : stored.value.length), 0);
+  keys.filter(({ key }) => match(key)).reduce((sum, stored) => sum + size(stored), 0);
+
+/** Members of a key: a hash's fields, a list's, set's or sorted set's entries, a string one. */
+function size(stored: StoredKey): number {
+  if (stored.type === 'string') return 1;
+  if (stored.type === 'hash') return Object.keys(stored.value).length;
+  return stored.value.length;
+}
 
 async function startUpMs(env: Record<string, string>): Promise<{ ms: number; lines: string[] }> {
   const started = performance.now();

@@ -100,7 +100,7 @@ let clock: TestClock;
 let sandbox: RunningSandbox;
 let receiver: Receiver;
 const events = new Events();
-let startUp: { lines: string[]; exit: number | null };
+let startUp: { lines: string[]; exit: number | null; format: string | null; left: string[] };
 let broker: Broker;
 let client: Client;
 
@@ -144,7 +144,13 @@ beforeAll(async () => {
 
   // Started as deployed, without the webhook (its deliveries would be on the real clock).
   const deployed = await BrokerProcess.start(envOf());
-  startUp = { lines: deployed.lines, exit: await deployed.stop() };
+  const exit = await deployed.stop();
+  startUp = {
+    lines: deployed.lines,
+    exit,
+    format: await reader.get('baton:format'),
+    left: await leftovers(),
+  };
 
   broker = await startBroker({
     redis,
@@ -169,6 +175,16 @@ afterAll(async () => {
   await redis?.[Symbol.asyncDispose]();
 });
 
+/** Keys of the previous layout still in Redis. */
+async function leftovers(): Promise<string[]> {
+  const left: string[] = [];
+  for await (const key of scanKeys(standalone(reader), 'baton:{stats}:connections:*'))
+    left.push(key);
+  for (const key of ['baton:{events}:due', 'baton:{events}:dead'])
+    if ((await reader.exists(key)) === 1) left.push(key);
+  return left;
+}
+
 const bearer = (session: RecordedSession) => ({ authorization: `Bearer ${session.token}` });
 
 describe(`this release on a Redis written by ${fixture.release} (${fixture.revision.slice(0, 7)})`, () => {
@@ -177,6 +193,12 @@ describe(`this release on a Redis written by ${fixture.release} (${fixture.revis
     expect(startUp.lines.some((line) => line.includes('"broker listening"'))).toBe(true);
     const errors = startUp.lines.filter((line) => /"level":(50|60)/.test(line));
     expect(errors).toEqual([]);
+  });
+
+  it(`upgrades the data format to ${FORMAT} there, at start-up, and says so in its log`, () => {
+    expect(startUp.format).toBe(String(FORMAT));
+    expect(startUp.left).toEqual([]);
+    expect(startUp.lines.some((line) => line.includes('upgraded the data format'))).toBe(true);
   });
 
   it('keeps every session: each token lists its connections with their recorded statuses', async () => {
@@ -276,12 +298,7 @@ describe(`this release on a Redis written by ${fixture.release} (${fixture.revis
 
   it(`records the data format, ${FORMAT}, and leaves no key of the previous layout`, async () => {
     expect(await reader.get('baton:format')).toBe(String(FORMAT));
-    const left: string[] = [];
-    for await (const key of scanKeys(standalone(reader), 'baton:{stats}:connections:*'))
-      left.push(key);
-    for (const key of ['baton:{events}:due', 'baton:{events}:dead'])
-      if ((await reader.exists(key)) === 1) left.push(key);
-    expect(left).toEqual([]);
+    expect(await leftovers()).toEqual([]);
   });
 });
 
