@@ -21,4 +21,5 @@ export { configureServer } from './http/listener.ts';
 export { createOutbox, parseWebhookSecret, type BrokerEvent } from './ops/events.ts';
 export { createDelivery } from './ops/event-delivery.ts';
 export { createAdmin } from './ops/admin-commands.ts';
+export { composeServices, type Services } from './compose.ts';
 export { parseKeyring } from './crypto.ts';
