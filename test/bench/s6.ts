@@ -23,7 +23,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Agent, request } from 'undici';
-import type { Services } from '@baton/server';
+import { StoreUnavailableError, type Services } from '@baton/server';
 import {
   documentedKeysHere,
   isDocumented,
@@ -36,6 +36,7 @@ import { wrk, type WrkResult } from './loadgen.ts';
 import { cpuMs, rssBytes } from './procs.ts';
 import { median, spread, startPath, type Spread } from './scenarios.ts';
 import type { BenchStack } from './stack.ts';
+import { watchStalls, type Stall } from './stall-watch.ts';
 
 /** The sandbox's licenses: a session's connections are to different licenses, as a user's are. */
 const LICENSES = ['lic-1001', 'lic-1002', 'lic-2001'] as const;
@@ -105,8 +106,16 @@ export interface S6Size {
   hot?: LoadFigures;
   rssMb?: number;
   heapMb?: { youngMb: number; oldMb: number };
-  eventLoopDelayMs?: { p99: number; max: number };
+  eventLoopDelayMs?: EventLoopDelay;
   redisStalls?: RedisStalls;
+}
+
+/** The broker's event-loop delay (eld-hook.ts), ms. */
+export interface EventLoopDelay {
+  p99: number;
+  max: number;
+  /** Of the longest delays, at most this much was spent on a CPU: the rest, waiting for one. */
+  onCpuMax?: number;
 }
 
 /** What Redis itself says of slow commands and latency spikes since the last look. */
@@ -124,13 +133,20 @@ export interface RealFlows {
   flows: number;
   ms: number;
   failures: { step: string; status: number; atMs: number; error: string }[];
-  eventLoopDelayMs?: { p99: number; max: number };
+  eventLoopDelayMs?: EventLoopDelay;
   redisStalls: RedisStalls;
 }
 
 export interface S6Pass {
   perSession: number;
   real: RealFlows;
+  /**
+   * Stretches of 250 ms or more in which the bench's loop, Redis or broker 0 did not get on with
+   * its work, and whether it ran or waited for a core meanwhile (stall-watch.ts).
+   */
+  stalls: Stall[];
+  /** Commands of the bench's own (making sessions) Redis left unanswered for 1,000 ms. */
+  unanswered: { atMs: number; phase: string }[];
   /** Kinds of session key whose sample (real) and made keys differ. */
   sampleDifferences: string[];
   sizes: S6Size[];
@@ -158,9 +174,15 @@ export async function s6(stack: BenchStack, options: S6Options): Promise<S6Resul
     await redisStalls(send);
     options.log(`S6 ${perSession} connection(s) per session`);
     const pool = await grants(stack, licenses);
+    const watch = watchStalls(() => ({ redis: stack.redisPid, broker0: stack.brokers[0]!.pid }));
+    const watchStarted = performance.now();
+    const since = () => performance.now() - watchStarted;
+    const unanswered: S6Pass['unanswered'] = [];
+    watch.label('real flows');
     const usedAtStart = await usedMemory(send);
-    await stack.restartBroker(0);
-    const real = await realFlows(stack, licenses, options.realFlows, options.log);
+    // The event-loop hook's split of its delay into time on a CPU and time queued for one.
+    (await stack.restartBroker(0)).signal('SIGUSR2');
+    const real = await realFlows(stack, licenses, options.realFlows, since, options.log);
     const realStalls = await redisStalls(send);
     const realDelay = await eventLoopDelay(stack);
     const realSids = new Set(real.made.map((m) => m.sid));
@@ -174,13 +196,17 @@ export async function s6(stack: BenchStack, options: S6Options): Promise<S6Resul
     for (const size of options.sizes) {
       const before = await usedMemory(send);
       const started = performance.now();
-      const made = await makeSessions(stack, services, size - all.length, licenses, pool);
+      watch.label(`making ${size}`);
+      const made = await makeSessions(stack, services, size - all.length, licenses, pool, () =>
+        unanswered.push({ atMs: since(), phase: `making ${size}` }),
+      );
       madeBytes += (await usedMemory(send)) - before;
       all.push(...made);
       const madeCount = all.length - real.made.length;
       options.log(
         `S6 ${all.length} sessions (${made.length} made in ${((performance.now() - started) / 1000).toFixed(1)} s)`,
       );
+      watch.label(`survey ${size}`);
       const layout = await surveyKeys(send, {
         originOf: (sid) => (realSids.has(sid) ? 'real' : 'made'),
       });
@@ -197,10 +223,12 @@ export async function s6(stack: BenchStack, options: S6Options): Promise<S6Resul
         layout,
       };
       violations.push(...layoutViolations(perSession, figures, documented));
+      watch.label(`loads ${size}`);
       if (!options.layoutOnly) await measure(stack, all, figures, options);
       sizes.push(figures);
       options.log(`S6 ${describeSize(figures)}`);
     }
+    const stalls = watch.stop();
     violations.push(...sampleDifferences.map((d) => `${perSession}/session: ${d}`));
     if (real.failures.length > 0 && options.layoutOnly)
       violations.push(
@@ -221,6 +249,8 @@ export async function s6(stack: BenchStack, options: S6Options): Promise<S6Resul
       },
       sampleDifferences,
       sizes,
+      stalls,
+      unanswered,
     });
   }
   return { passes, violations };
@@ -251,11 +281,24 @@ async function makeSessions(
   count: number,
   licenses: readonly string[],
   pool: Grant[][],
+  onUnanswered: () => void,
 ): Promise<Made[]> {
   const made: Made[] = [];
   let next = 0;
   const one = async (): Promise<void> => {
     const n = next++;
+    for (;;) {
+      try {
+        made.push(await session(n));
+        return;
+      } catch (error) {
+        // Redis (or this process) stalled for a second: counted, and the session made again.
+        if (!(error instanceof StoreUnavailableError)) throw error;
+        onUnanswered();
+      }
+    }
+  };
+  const session = async (n: number): Promise<Made> => {
     const { token, sid } = await services.sessions.create();
     const connectionIds: string[] = [];
     for (const [index, license] of licenses.entries()) {
@@ -271,7 +314,7 @@ async function makeSessions(
         throw new Error('S6: a new connection record could not be saved');
       connectionIds.push(record.id);
     }
-    made.push({ token, sid, connectionIds });
+    return { token, sid, connectionIds };
   };
   await Promise.all(
     Array.from({ length: Math.min(64, count) }, async () => {
@@ -291,6 +334,7 @@ async function realFlows(
   stack: BenchStack,
   licenses: readonly string[],
   count: number,
+  since: () => number,
   log: (line: string) => void,
 ): Promise<Omit<RealFlows, 'redisStalls'> & { made: Made[] }> {
   const broker = stack.brokers[0]!;
@@ -308,7 +352,7 @@ async function realFlows(
   ) => {
     const text = await response.body.text().catch(() => '');
     const error = /"error":"([a-z_]+)"/.exec(text)?.[1] ?? '';
-    failures.push({ step, status: response.statusCode, atMs: performance.now() - started, error });
+    failures.push({ step, status: response.statusCode, atMs: since(), error });
   };
   const flow = async (index: number, phase: number): Promise<void> => {
     const session = made[index]!;
@@ -496,6 +540,7 @@ async function measure(
   writeFileSync(files.random, lines(sessions));
   writeFileSync(files.hot, lines(sessions.slice(0, options.hot)));
   const broker = await stack.restartBroker(0);
+  broker.signal('SIGUSR2');
   const load = (file: string, connections: number, seconds: number) =>
     wrk({
       origin: broker.url,
@@ -539,7 +584,7 @@ async function measure(
   size.rssMb = rssBytes(broker.pid) / 2 ** 20;
   const hook = await readHookFresh(stack);
   if (hook?.heap) size.heapMb = hook.heap;
-  if (hook) size.eventLoopDelayMs = { p99: hook.p99, max: hook.max };
+  if (hook) size.eventLoopDelayMs = delayOf(hook);
   const stats = String(await send(['INFO', 'stats']));
   size.trackingKeys = Number(/tracking_total_keys:(\d+)/.exec(stats)?.[1] ?? NaN);
   size.usedMemoryMb = (await usedMemory(send)) / 2 ** 20;
@@ -549,8 +594,16 @@ async function measure(
 interface Hook {
   p99: number;
   max: number;
+  onCpuMax?: number;
   heap?: { youngMb: number; oldMb: number };
 }
+
+/** The loop's delay, and the most of one delay it can have spent on a CPU (the rest, queued). */
+const delayOf = (hook: Hook): EventLoopDelay => ({
+  p99: hook.p99,
+  max: hook.max,
+  ...(hook.onCpuMax !== undefined && { onCpuMax: hook.onCpuMax }),
+});
 
 /** What the event-loop hook of broker 0 writes next (it writes every second). */
 async function readHookFresh(stack: BenchStack): Promise<Hook | null> {
@@ -712,10 +765,8 @@ export function s6Table(result: S6Result): string[] {
       row('broker heap, MB: young (committed); the rest (used)', (s) =>
         s.heapMb ? `${f(s.heapMb.youngMb)}; ${f(s.heapMb.oldMb)}` : 'n/a',
       );
-      row('broker event-loop delay p99; max, ms', (s) =>
-        s.eventLoopDelayMs
-          ? `${f(s.eventLoopDelayMs.p99, 1)}; ${f(s.eventLoopDelayMs.max, 1)}`
-          : 'n/a',
+      row("broker event-loop delay p99; max; a delay's most on a CPU, ms", (s) =>
+        delayText(s.eventLoopDelayMs),
       );
       row(
         'Redis after the loads: used_memory MB; keys tracked for client caches',
@@ -726,12 +777,34 @@ export function s6Table(result: S6Result): string[] {
     }
     out.push(
       '',
-      `Real flows: broker event-loop delay p99 ${f(pass.real.eventLoopDelayMs?.p99, 1)} ms, max ${f(pass.real.eventLoopDelayMs?.max, 1)} ms; Redis ${stalls(pass.real.redisStalls)}.${pass.real.failures.length ? ` Failed steps: ${summarizeFailures(pass.real.failures)}.` : ''}`,
+      `Real flows: broker event-loop delay p99; max; a delay's most on a CPU ${delayText(pass.real.eventLoopDelayMs)} ms; Redis ${stalls(pass.real.redisStalls)}.${pass.real.failures.length ? ` Failed steps: ${summarizeFailures(pass.real.failures)}.` : ''}`,
+      `Stalls of 250 ms or more (stall-watch.ts): ${stallText(pass.stalls)}. The bench's own commands left unanswered for 1,000 ms: ${pass.unanswered.length ? pass.unanswered.map((u) => `${u.phase} at ${(u.atMs / 1000).toFixed(1)} s`).join(', ') : 'none'}.`,
       `The real flow's session keys against the made ones: ${pass.sampleDifferences.length ? pass.sampleDifferences.join('; ') : 'the same kinds, types, TTLs and sizes'}.`,
     );
   }
   if (result.violations.length) out.push('', `Layout violations: ${result.violations.join('; ')}.`);
   return out;
+}
+
+/** Stalls by who and phase, the five longest in full: who, phase, when, running/queued ms. */
+function stallText(stalls: readonly Stall[]): string {
+  if (stalls.length === 0) return 'none';
+  const counts = new Map<string, number>();
+  for (const stall of stalls) counts.set(stall.who, (counts.get(stall.who) ?? 0) + 1);
+  const longest = [...stalls].sort((a, b) => b.ms - a.ms).slice(0, 5);
+  return `${[...counts].map(([who, n]) => `${n} × ${who}`).join(', ')}; longest: ${longest
+    .map(
+      (s) =>
+        `${s.who} ${s.ms.toFixed(0)} ms in ${s.phase} at ${(s.atMs / 1000).toFixed(1)} s (ran ${s.runningMs.toFixed(0)}, queued ${s.queuedMs.toFixed(0)})`,
+    )
+    .join('; ')}`;
+}
+
+function delayText(d: EventLoopDelay | undefined): string {
+  if (!d) return 'n/a';
+  return [d.p99, d.max, d.onCpuMax]
+    .map((ms) => (ms === undefined ? 'n/a' : ms.toFixed(1)))
+    .join('; ');
 }
 
 function stalls(s: RedisStalls | undefined): string {
