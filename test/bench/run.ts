@@ -97,6 +97,20 @@ interface Results {
   wallSeconds?: number;
 }
 
+/**
+ * The share of the last 10 s and 60 s in which some task waited for a CPU (Linux PSI): how much
+ * the host's other work competed with the bench's processes.
+ */
+function cpuPressure(): string {
+  try {
+    const some = readFileSync('/proc/pressure/cpu', 'utf8').split('\n')[0] ?? '';
+    const avg = (name: string) => /=([\d.]+)/.exec(some.slice(some.indexOf(name)))?.[1] ?? '?';
+    return `${avg('avg10')} % (10 s), ${avg('avg60')} % (60 s)`;
+  } catch {
+    return 'unknown';
+  }
+}
+
 function machine(): Record<string, string | number> {
   const sh = (cmd: string, args: string[]) => {
     try {
@@ -114,6 +128,7 @@ function machine(): Record<string, string | number> {
     redis: sh('redis-server', ['--version']).split(' ')[2] ?? 'unknown',
     wrk: sh('sh', ['-c', 'wrk -v 2>&1 | head -1']),
     load: readFileSync('/proc/loadavg', 'utf8').trim(),
+    cpuPressure: cpuPressure(),
   };
 }
 
@@ -196,6 +211,7 @@ try {
   else options.log(`logs kept in ${stack.logDir}`);
 }
 results.wallSeconds = Math.round((performance.now() - started) / 100) / 10;
+results.machine.cpuPressureAtEnd = cpuPressure();
 
 const md = table(results);
 mkdirSync(outDir, { recursive: true });
@@ -448,7 +464,7 @@ function table(r: Results): string {
   return [
     `# Baton bench (${r.mode}), ${r.started}`,
     '',
-    `Machine: ${m.cpu}, ${m.cores} cores, ${m.memGb} GB, Linux ${m.kernel}, Node ${m.node}, Redis ${m.redis}, ${m.wrk}; load at start ${m.load}; pinned: ${m.pinned}. Commit ${r.git}.`,
+    `Machine: ${m.cpu}, ${m.cores} cores, ${m.memGb} GB, Linux ${m.kernel}, Node ${m.node}, Redis ${m.redis}, ${m.wrk}; load at start ${m.load}; CPU pressure (some task waiting for a core) at start ${m.cpuPressure}, at the end ${m.cpuPressureAtEnd}; pinned: ${m.pinned}. Commit ${r.git}.`,
     `Rounds ${r.options.rounds} × ${r.options.seconds}s after ${r.options.warmup}s warm-up; wall ${r.wallSeconds}s.`,
     '',
     ...lines,

@@ -778,12 +778,23 @@ export function s6Table(result: S6Result): string[] {
     out.push(
       '',
       `Real flows: broker event-loop delay p99; max; a delay's most on a CPU ${delayText(pass.real.eventLoopDelayMs)} ms; Redis ${stalls(pass.real.redisStalls)}.${pass.real.failures.length ? ` Failed steps: ${summarizeFailures(pass.real.failures)}.` : ''}`,
-      `Stalls of 250 ms or more (stall-watch.ts): ${stallText(pass.stalls)}. The bench's own commands left unanswered for 1,000 ms: ${pass.unanswered.length ? pass.unanswered.map((u) => `${u.phase} at ${(u.atMs / 1000).toFixed(1)} s`).join(', ') : 'none'}.`,
+      `Stalls of 250 ms or more (stall-watch.ts): ${stallText(pass.stalls)}. The bench's own commands left unanswered for 1,000 ms: ${unansweredText(pass.unanswered)}.`,
       `The real flow's session keys against the made ones: ${pass.sampleDifferences.length ? pass.sampleDifferences.join('; ') : 'the same kinds, types, TTLs and sizes'}.`,
     );
   }
   if (result.violations.length) out.push('', `Layout violations: ${result.violations.join('; ')}.`);
   return out;
+}
+
+/** Unanswered commands by phase and second: how many, when. */
+function unansweredText(unanswered: S6Pass['unanswered']): string {
+  if (unanswered.length === 0) return 'none';
+  const groups = new Map<string, number>();
+  for (const u of unanswered) {
+    const name = `${u.phase} at ${(u.atMs / 1000).toFixed(0)} s`;
+    groups.set(name, (groups.get(name) ?? 0) + 1);
+  }
+  return [...groups].map(([name, n]) => `${n} in ${name}`).join(', ');
 }
 
 /** Stalls by who and phase, the five longest in full: who, phase, when, running/queued ms. */
