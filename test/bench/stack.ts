@@ -78,8 +78,12 @@ export class BenchStack {
     const stack = new BenchStack();
     stack.redis = await RedisServer.start();
     const mainOf = (index: number): string => options.mains?.[index] ?? BROKER_MAIN;
-    stack.brokerPorts = await Promise.all(Array.from({ length: instances }, () => freePort()));
-    const sandboxPort = await freePort();
+    // Ports free a moment ago, none twice: the kernel may hand a closed one out again at once
+    // (the sandbox once got a broker's, and that broker's readiness check was answered by it).
+    const ports = new Set<number>();
+    while (ports.size < instances + 1) ports.add(await freePort());
+    const [sandboxPort, ...brokerPorts] = [...ports] as [number, ...number[]];
+    stack.brokerPorts = brokerPorts;
     stack.sandbox = await Proc.start({
       name: 'sandbox',
       args: [SANDBOX_MAIN],
