@@ -47,7 +47,8 @@ export async function writtenFile(file: string, timeoutMs = 10_000): Promise<str
   }
 }
 
-async function waitHttp(url: string, deadlineMs = 20_000): Promise<void> {
+/** A minute: three brokers starting at once on a busy 2-core host took 24-26 s to listen. */
+async function waitHttp(url: string, deadlineMs = 60_000): Promise<void> {
   const end = Date.now() + deadlineMs;
   for (;;) {
     try {

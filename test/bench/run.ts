@@ -1,7 +1,9 @@
 /**
- * Baton's benchmarks, S1 to S5 (docs/performance.md). `node test/bench/run.ts` runs them all;
- * `--smoke` runs only the refresh storm (S2) briefly and exits non-zero when one of its hard
- * invariants breaks (exactly one token call, no invalid_grant, no non-2xx). Each run writes
+ * Baton's benchmarks, S1 to S6 (docs/performance.md). `node test/bench/run.ts` runs them all;
+ * `--smoke` runs only the refresh storm (S2) briefly and S6's Redis layout at 2,000 sessions, and
+ * exits non-zero when one of their hard invariants breaks (exactly one token call, no
+ * invalid_grant, no non-2xx; every key with a TTL, no key shared by sessions over its bound,
+ * every kind of key documented, the made sessions' keys the real flow's). Each run writes
  * bench-results/<stamp>/results.json and results.md.
  */
 import { execFileSync } from 'node:child_process';
@@ -24,12 +26,13 @@ import {
   type S5Result,
 } from './scenarios.ts';
 import { pinProcesses } from './procs.ts';
+import { s6, s6Rows, s6Table, type S6Result } from './s6.ts';
 import { BenchStack } from './stack.ts';
 
 const { values } = parseArgs({
   options: {
     smoke: { type: 'boolean', default: false },
-    only: { type: 'string', default: 'S1,S2,S3,S4,S5' },
+    only: { type: 'string', default: 'S1,S2,S3,S4,S5,S6' },
     rounds: { type: 'string', default: '5' },
     duration: { type: 'string', default: '10' },
     warmup: { type: 'string', default: '5' },
@@ -44,11 +47,19 @@ const { values } = parseArgs({
     pin: { type: 'boolean', default: false },
     'broker-args': { type: 'string', default: '' },
     'bare-args': { type: 'string', default: '' },
+    's6-sizes': { type: 'string', default: '1000,10000,30000,100000' },
+    's6-per-session': { type: 'string', default: '1,3' },
+    's6-real': { type: 'string', default: '200' },
+    's6-rounds': { type: 'string', default: '3' },
+    's6-seconds': { type: 'string', default: '5' },
   },
 });
 
 const smoke = values.smoke;
-const only = new Set(smoke ? ['S2'] : values.only.split(',').map((s) => s.trim().toUpperCase()));
+const only = new Set(
+  smoke ? ['S2', 'S6'] : values.only.split(',').map((s) => s.trim().toUpperCase()),
+);
+const numbers = (list: string) => list.split(',').map((n) => Number(n.trim()));
 const options: Options = {
   rounds: Number(values.rounds),
   seconds: Number(values.duration),
@@ -82,7 +93,22 @@ interface Results {
   s3?: S3Result;
   s4?: S4Result;
   s5?: S5Result;
+  s6?: S6Result;
   wallSeconds?: number;
+}
+
+/**
+ * The share of the last 10 s and 60 s in which some task waited for a CPU (Linux PSI): how much
+ * the host's other work competed with the bench's processes.
+ */
+function cpuPressure(): string {
+  try {
+    const some = readFileSync('/proc/pressure/cpu', 'utf8').split('\n')[0] ?? '';
+    const avg = (name: string) => /=([\d.]+)/.exec(some.slice(some.indexOf(name)))?.[1] ?? '?';
+    return `${avg('avg10')} % (10 s), ${avg('avg60')} % (60 s)`;
+  } catch {
+    return 'unknown';
+  }
 }
 
 function machine(): Record<string, string | number> {
@@ -102,6 +128,7 @@ function machine(): Record<string, string | number> {
     redis: sh('redis-server', ['--version']).split(' ')[2] ?? 'unknown',
     wrk: sh('sh', ['-c', 'wrk -v 2>&1 | head -1']),
     load: readFileSync('/proc/loadavg', 'utf8').trim(),
+    cpuPressure: cpuPressure(),
   };
 }
 
@@ -159,6 +186,22 @@ try {
   if (only.has('S3')) results.s3 = await s3Callback(stack, options);
   if (only.has('S4')) results.s4 = await s4(stack, sessions[1]!, options.opens);
   if (only.has('S5')) results.s5 = await s5(stack, sessions, options);
+  if (only.has('S6')) {
+    // The smoke: 2,000 sessions, layout only. Last, since it empties Redis between its passes.
+    results.s6 = await s6(stack, {
+      sizes: smoke ? [2000] : numbers(values['s6-sizes']),
+      perSession: numbers(values['s6-per-session']),
+      realFlows: smoke ? 20 : Number(values['s6-real']),
+      rounds: Number(values['s6-rounds']),
+      seconds: Number(values['s6-seconds']),
+      warmup: options.warmup,
+      hot: 10,
+      connections: options.connections,
+      layoutOnly: smoke,
+      log: options.log,
+    });
+    if (results.s6.violations.length > 0) exitCode = 1;
+  }
 } catch (error) {
   console.error(error);
   exitCode = 2;
@@ -168,6 +211,7 @@ try {
   else options.log(`logs kept in ${stack.logDir}`);
 }
 results.wallSeconds = Math.round((performance.now() - started) / 100) / 10;
+results.machine.cpuPressureAtEnd = cpuPressure();
 
 const md = table(results);
 mkdirSync(outDir, { recursive: true });
@@ -177,6 +221,9 @@ console.log(`\n${md}`);
 console.log(`written to ${outDir} in ${results.wallSeconds}s`);
 if (results.s2?.violations.length) {
   console.error(`S2 invariant violations:\n  ${results.s2.violations.join('\n  ')}`);
+}
+if (results.s6?.violations.length) {
+  console.error(`S6 layout violations:\n  ${results.s6.violations.join('\n  ')}`);
 }
 process.exit(exitCode);
 
@@ -386,6 +433,7 @@ function table(r: Results): string {
       '',
     ]);
   }
+  if (r.s6) rows.push(...s6Rows(r.s6));
   const header = ['scenario', 'figure', 'median (min–max over rounds)', 'target', 'aim', 'verdict'];
   const lines = [header, header.map(() => '---'), ...rows].map((row) => `| ${row.join(' | ')} |`);
   const detail: string[] = [];
@@ -411,11 +459,12 @@ function table(r: Results): string {
       `Errors: ${JSON.stringify(s1r.errors)}; open-loop errors ${s1r.openLoopErrors}; bare proxy's added p50 over direct ${sp(s1r.addedP50BareMs, 3)} ms.`,
     );
   }
+  if (r.s6) detail.push(...s6Table(r.s6));
   const m = r.machine;
   return [
     `# Baton bench (${r.mode}), ${r.started}`,
     '',
-    `Machine: ${m.cpu}, ${m.cores} cores, ${m.memGb} GB, Linux ${m.kernel}, Node ${m.node}, Redis ${m.redis}, ${m.wrk}; load at start ${m.load}; pinned: ${m.pinned}. Commit ${r.git}.`,
+    `Machine: ${m.cpu}, ${m.cores} cores, ${m.memGb} GB, Linux ${m.kernel}, Node ${m.node}, Redis ${m.redis}, ${m.wrk}; load at start ${m.load}; CPU pressure (some task waiting for a core) at start ${m.cpuPressure}, at the end ${m.cpuPressureAtEnd}; pinned: ${m.pinned}. Commit ${r.git}.`,
     `Rounds ${r.options.rounds} × ${r.options.seconds}s after ${r.options.warmup}s warm-up; wall ${r.wallSeconds}s.`,
     '',
     ...lines,

@@ -17,6 +17,13 @@ import { createSealer, parseKeyring, randomToken } from '../../server/src/base/c
 import { createSessions } from '../../server/src/connections/sessions.ts';
 import { createRedisStore } from '../../server/src/store/redis/store.ts';
 import { createRedisClient, standalone } from '../../server/src/store/redis/clients.ts';
+import {
+  composeServices,
+  createLogger,
+  loadConfig,
+  type Services,
+  type Store,
+} from '@baton/server';
 import { RedisServer } from '../support/redis.ts';
 import { BARE_PROXY, BROKER_MAIN, ELD_HOOK, freePort, Proc, SANDBOX_MAIN } from './procs.ts';
 
@@ -41,9 +48,14 @@ export class BenchStack {
   bare: Proc | undefined;
   brokers: Proc[] = [];
   brokerPorts: number[] = [];
+  /** Each broker's environment, as it was started with it. */
+  brokerEnvs: Record<string, string>[] = [];
+  /** Starts broker i afresh, with the same arguments and environment. */
+  brokerStarts: (() => Promise<Proc>)[] = [];
   eldFile = join(this.logDir, 'eld.json');
   redisPid = 0;
   #redisClient!: ReturnType<typeof createRedisClient>;
+  store!: Store;
   repo!: ReturnType<typeof createConnectionRepository>;
   sessions!: ReturnType<typeof createSessions>;
 
@@ -66,8 +78,12 @@ export class BenchStack {
     const stack = new BenchStack();
     stack.redis = await RedisServer.start();
     const mainOf = (index: number): string => options.mains?.[index] ?? BROKER_MAIN;
-    stack.brokerPorts = await Promise.all(Array.from({ length: instances }, () => freePort()));
-    const sandboxPort = await freePort();
+    // Ports free a moment ago, none twice: the kernel may hand a closed one out again at once
+    // (the sandbox once got a broker's, and that broker's readiness check was answered by it).
+    const ports = new Set<number>();
+    while (ports.size < instances + 1) ports.add(await freePort());
+    const [sandboxPort, ...brokerPorts] = [...ports] as [number, ...number[]];
+    stack.brokerPorts = brokerPorts;
     stack.sandbox = await Proc.start({
       name: 'sandbox',
       args: [SANDBOX_MAIN],
@@ -87,53 +103,84 @@ export class BenchStack {
       logFile: join(stack.logDir, 'sandbox.log'),
       readyPath: '/',
     });
-    stack.brokers = await Promise.all(
-      stack.brokerPorts.map((port, index) =>
+    stack.brokerStarts = stack.brokerPorts.map((port, index) => {
+      const args =
+        index === 0 && options.eventLoopHook !== false
+          ? [...(options.brokerNodeArgs ?? []), '--import', ELD_HOOK, mainOf(index)]
+          : [...(options.nodeArgs?.[index] ?? []), mainOf(index)];
+      const env = {
+        AUTH_URL: stack.sandbox.url,
+        CLIENT_ID,
+        CLIENT_SECRET,
+        PUBLIC_URL: `http://127.0.0.1:${port}`,
+        API_URL_ALLOWLIST: stack.sandbox.url,
+        EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
+        SESSION_SECRET: `bench-session-secret-${randomBytes(16).toString('hex')}`,
+        TOKEN_ENCRYPTION_KEYS: stack.key,
+        REDIS_URL: stack.redis.url,
+        LOG_LEVEL: 'info',
+        TRUST_PROXY: '1',
+        // The per-session limit stays on the hot path, set too high to refuse a bench call.
+        SESSION_RATE_LIMIT: '10000000',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        ...(index === 0 ? { BENCH_ELD_FILE: stack.eldFile } : {}),
+        ...options.envs?.[index],
+      };
+      stack.brokerEnvs.push(env);
+      return () =>
         Proc.start({
           name: `broker${index}`,
           measured: true,
-          args:
-            index === 0 && options.eventLoopHook !== false
-              ? [...(options.brokerNodeArgs ?? []), '--import', ELD_HOOK, mainOf(index)]
-              : [...(options.nodeArgs?.[index] ?? []), mainOf(index)],
-          env: {
-            AUTH_URL: stack.sandbox.url,
-            CLIENT_ID,
-            CLIENT_SECRET,
-            PUBLIC_URL: `http://127.0.0.1:${port}`,
-            API_URL_ALLOWLIST: stack.sandbox.url,
-            EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
-            SESSION_SECRET: `bench-session-secret-${randomBytes(16).toString('hex')}`,
-            TOKEN_ENCRYPTION_KEYS: stack.key,
-            REDIS_URL: stack.redis.url,
-            LOG_LEVEL: 'info',
-            TRUST_PROXY: '1',
-            // The per-session limit stays on the hot path, set too high to refuse a bench call.
-            SESSION_RATE_LIMIT: '10000000',
-            PORT: String(port),
-            HOST: '127.0.0.1',
-            ...(index === 0 ? { BENCH_ELD_FILE: stack.eldFile } : {}),
-            ...options.envs?.[index],
-          },
+          args,
+          env,
           port,
           logFile: join(stack.logDir, `broker${index}.log`),
           readyPath: '/healthz',
-        }),
-      ),
-    );
+        });
+    });
+    stack.brokers = await Promise.all(stack.brokerStarts.map((start) => start()));
     stack.#redisClient = createRedisClient(stack.redis.url);
     stack.#redisClient.on('error', () => {});
     await stack.#redisClient.connect();
     const info = await stack.#redisClient.info('server');
     stack.redisPid = Number(/process_id:(\d+)/.exec(info)?.[1]);
     const store = createRedisStore(standalone(stack.#redisClient));
+    stack.store = store;
     stack.repo = createConnectionRepository(store, createSealer(parseKeyring(stack.key)));
     stack.sessions = createSessions(store, Date.now);
     return stack;
   }
 
+  /** The bench's own client of the benchmark's Redis (no client-side cache). */
+  get redisClient(): ReturnType<typeof createRedisClient> {
+    return this.#redisClient;
+  }
+
+  /**
+   * The broker's own services (sessions, connection records with their sealer) as broker `index`
+   * composes them from its configuration, over the bench's Redis client: what they write, that
+   * broker reads.
+   */
+  services(index = 0): Services {
+    return composeServices({
+      config: loadConfig(this.brokerEnvs[index]!),
+      store: this.store,
+      dispatcher: this.agent,
+      log: createLogger('warn'),
+    });
+  }
+
+  /** Stops broker `index` and starts it again, fresh: the same arguments, environment and port. */
+  async restartBroker(index: number): Promise<Proc> {
+    await this.brokers[index]?.stop();
+    const broker = await this.brokerStarts[index]!();
+    this.brokers[index] = broker;
+    return broker;
+  }
+
   get apiUrl(): string {
-    return `${this.sandbox.url}/licenses/${LICENSE}`;
+    return this.apiUrlOf(LICENSE);
   }
 
   async control(path: string, body?: unknown): Promise<unknown> {
@@ -148,8 +195,18 @@ export class BenchStack {
     return response.body.json();
   }
 
-  /** A fresh grant at the sandbox: code through scripted consent, then the code exchange. */
-  async grant(): Promise<{ accessToken: string; refreshToken: string; expiresAt: number }> {
+  /** A license's api_url at the sandbox. */
+  apiUrlOf(license: string): string {
+    return `${this.sandbox.url}/licenses/${license}`;
+  }
+
+  /**
+   * A fresh grant at the sandbox: code through scripted consent (set for `license` beforehand),
+   * then the code exchange.
+   */
+  async grant(
+    license = LICENSE,
+  ): Promise<{ accessToken: string; refreshToken: string; expiresAt: number }> {
     const redirectUri = `http://127.0.0.1:${this.brokerPorts[0]}/auth/callback`;
     const authorize = new URL(`${this.sandbox.url}/nl/api/oauth2/authorize`);
     authorize.search = new URLSearchParams({
@@ -163,7 +220,7 @@ export class BenchStack {
     const code = location.searchParams.get('code');
     if (code === null) throw new Error(`authorize answered ${answer.statusCode} without a code`);
     const issued = Date.now();
-    const token = await request(`${this.apiUrl}/oauth2/access_token`, {
+    const token = await request(`${this.apiUrlOf(license)}/oauth2/access_token`, {
       method: 'POST',
       dispatcher: this.agent,
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
