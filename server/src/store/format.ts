@@ -87,18 +87,18 @@ async function moveIndex(
   for (;;) {
     const batch = await store.sortedTake(old, BATCH);
     if (batch.length === 0) return moved;
-    for (const { member, score } of batch) {
+    // A batch's puts at once: the client pipelines them, one round trip instead of 500.
+    const puts = batch.flatMap(({ member, score }) => {
       const colon = member.indexOf(':');
       const [sid, id] = [member.slice(0, colon), member.slice(colon + 1)];
       const ttlMs = score - now();
-      if (colon <= 0 || ttlMs <= 0) continue;
-      await store.indexPut(
-        keys.connectionIndex(status, indexShard(sid)),
-        indexMember(sid, id),
-        ttlMs,
-      );
-      moved++;
-    }
+      if (colon <= 0 || ttlMs <= 0) return [];
+      return [
+        store.indexPut(keys.connectionIndex(status, indexShard(sid)), indexMember(sid, id), ttlMs),
+      ];
+    });
+    await Promise.all(puts);
+    moved += puts.length;
     await keepLease();
   }
 }
@@ -112,13 +112,15 @@ async function moveSchedule(store: Store, keepLease: () => Promise<boolean>): Pr
     // sweep` (their outboxes are still there).
     const taken = await store.sortedTake(old, BATCH);
     if (taken.length === 0) return moved;
-    for (const { member: sid, score } of taken) {
-      await store.schedulePut(keys.eventsDue(eventShard(sid)), sid, score, {
-        onlyIfAbsent: true,
-        keepMs: 48 * 3600 * 1000,
-      });
-      moved++;
-    }
+    await Promise.all(
+      taken.map(({ member: sid, score }) =>
+        store.schedulePut(keys.eventsDue(eventShard(sid)), sid, score, {
+          onlyIfAbsent: true,
+          keepMs: 48 * 3600 * 1000,
+        }),
+      ),
+    );
+    moved += taken.length;
     await keepLease();
   }
 }
@@ -128,17 +130,20 @@ async function moveDeadLetters(store: Store, now: () => number): Promise<number>
   const old = keys.formerDeadLetters;
   const letters = await store.listRange(old, 0, -1);
   const retentionMs = 30 * 24 * 3600 * 1000;
-  for (const raw of letters) {
-    const letter = JSON.parse(raw) as { session_ref?: string; dead_at?: string };
-    const at = Date.parse(letter.dead_at ?? '') || now();
-    // A dead letter names its session by reference only: that spreads them as well.
-    const shard = eventShard((letter.session_ref ?? '').replace(/^ses_/, ''));
-    await store.logAdd(keys.deadLetters(shard), raw, at, {
-      maxCount: Number.MAX_SAFE_INTEGER,
-      minAtMs: now() - retentionMs,
-      ttlMs: retentionMs,
-    });
-  }
+  for (let from = 0; from < letters.length; from += BATCH)
+    await Promise.all(
+      letters.slice(from, from + BATCH).map((raw) => {
+        const letter = JSON.parse(raw) as { session_ref?: string; dead_at?: string };
+        const at = Date.parse(letter.dead_at ?? '') || now();
+        // A dead letter names its session by reference only: that spreads them as well.
+        const shard = eventShard((letter.session_ref ?? '').replace(/^ses_/, ''));
+        return store.logAdd(keys.deadLetters(shard), raw, at, {
+          maxCount: Number.MAX_SAFE_INTEGER,
+          minAtMs: now() - retentionMs,
+          ttlMs: retentionMs,
+        });
+      }),
+    );
   await store.del(old);
   return letters.length;
 }
