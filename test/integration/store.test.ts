@@ -235,4 +235,18 @@ describe('data format 1 (the previous release)', () => {
     expect(await client.get(key)).toBe('4:k1.resealed');
     expect(await store.getVersioned(key)).toEqual({ version: 4, value: 'k1.resealed' });
   });
+
+  it('a set of connection ids becomes a compact hash on first use, its members and TTL kept', async () => {
+    const store = createRedisStore(standalone(client));
+    const key = 'contract:{format1}:connections';
+    await client.sAdd(key, ['c1', 'c2']);
+    await client.pExpire(key, 60_000);
+    expect((await store.setMembers(key)).sort()).toEqual(['c1', 'c2']);
+    expect(await client.type(key)).toBe('hash');
+    expect(await client.pTTL(key)).toBeGreaterThan(50_000);
+    await store.setRemove(key, 'c1');
+    await store.setAdd(key, 'c3', 60_000);
+    expect((await store.setMembers(key)).sort()).toEqual(['c2', 'c3']);
+    expect(await client.sendCommand(['OBJECT', 'ENCODING', key])).toBe('listpack');
+  });
 });

@@ -97,10 +97,33 @@ export const EXPIRE_IF_EQUALS = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0`;
 
-export const SET_ADD = `
-redis.call('SADD', KEYS[1], ARGV[1])
+/**
+ * A set of ids kept as a hash of empty values: Redis 7.0 gives a small hash its compact encoding
+ * (listpack, about 60 bytes for one id) but a set of strings a hashtable (264 bytes) until 7.2. A
+ * set data format 1 wrote becomes such a hash on first use, keeping its TTL.
+ */
+const AS_HASH = `local function as_hash(key)
+  if redis.call('TYPE', key)['ok'] ~= 'set' then return end
+  local members = redis.call('SMEMBERS', key)
+  local ttl = redis.call('PTTL', key)
+  redis.call('DEL', key)
+  for _, member in ipairs(members) do redis.call('HSET', key, member, '') end
+  if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
+end`;
+
+export const SET_ADD = `${AS_HASH}
+as_hash(KEYS[1])
+redis.call('HSET', KEYS[1], ARGV[1], '')
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1`;
+
+export const SET_REMOVE = `${AS_HASH}
+as_hash(KEYS[1])
+return redis.call('HDEL', KEYS[1], ARGV[1])`;
+
+export const SET_MEMBERS = `${AS_HASH}
+as_hash(KEYS[1])
+return redis.call('HKEYS', KEYS[1])`;
 
 const NOW_MS = `local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)`;

@@ -13,6 +13,8 @@ import {
   LOG_ADD,
   SCHEDULE_PUT,
   SET_ADD,
+  SET_MEMBERS,
+  SET_REMOVE,
   GET_TOGETHER,
   GET_VERSIONED_HASH,
   SET_VERSIONED,
@@ -346,12 +348,10 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
       await replicated(key);
     },
     setRemove: async (key, member) => {
-      await guard(() => client.sRem(key, member));
+      await script(SET_REMOVE, [key], [member]);
       await replicated(key);
     },
-    setMembers: async (key) => [
-      ...((await guard(() => redis.sendCommand(key, ['SMEMBERS', key]))) as Iterable<string>),
-    ],
+    setMembers: async (key) => [...((await script(SET_MEMBERS, [key], [])) as Iterable<string>)],
     indexPut: async (key, member, ttlMs) => {
       await script(INDEX_PUT, [key], [member, String(ttlMs)]);
     },
