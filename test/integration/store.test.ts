@@ -191,8 +191,11 @@ describe('the client-side cache of sessions and records', () => {
     await own.connect();
     const store = createRedisStore(standalone(own));
     const [session, record] = ['contract:{together}:session', 'contract:{together}:record'];
+    // Every read the store could make of them: GET, MGET or a script.
     const calls = async () =>
-      Number(/cmdstat_eval:calls=(\d+)/.exec(await client.info('commandstats'))?.[1] ?? 0);
+      [...(await client.info('commandstats')).matchAll(/cmdstat_(?:get|mget|eval):calls=(\d+)/g)]
+        .map(([, n]) => Number(n))
+        .reduce((sum, n) => sum + n, 0);
     try {
       await store.set(session, 'on', 60_000);
       await store.setVersioned(record, 0, 'sealed', 60_000);
@@ -207,7 +210,7 @@ describe('the client-side cache of sessions and records', () => {
         .toBe(true);
       trackedAnswers(own)!.forget(null);
       const before = await calls();
-      // ... then with its record, in one script, and both kept.
+      // ... then with its record, in one command, and both kept.
       expect(await store.get(session, { cached: true, alongside: record })).toBe('on');
       expect((await calls()) - before).toBe(1);
       expect(trackedAnswers(own)!.recall(record)).toEqual({ version: 1, value: 'sealed' });
@@ -216,6 +219,15 @@ describe('the client-side cache of sessions and records', () => {
         value: 'sealed',
       });
       expect((await calls()) - before).toBe(1);
+      // Redis tracks both keys of that one read: another client's write drops each.
+      await client.set(record, '2:resealed');
+      await client.set(session, 'off');
+      await expect.poll(() => trackedAnswers(own)!.recall(record)).toBeUndefined();
+      await expect.poll(() => trackedAnswers(own)!.recall(session)).toBeUndefined();
+      expect(await store.getVersioned(record, { cached: true })).toEqual({
+        version: 2,
+        value: 'resealed',
+      });
     } finally {
       await store.close();
     }

@@ -71,7 +71,9 @@ export function createConnectionRepository(
     const key = aad(sid, id);
     const hit = opened.get(key);
     if (hit?.blob === blob) return hit.record;
-    const record = JSON.parse(sealer.open(blob, key)) as ConnectionRecord;
+    // The id is the key's (and bound to the blob by `aad`), not repeated inside it.
+    const stored = JSON.parse(sealer.open(blob, key)) as Omit<ConnectionRecord, 'id'>;
+    const record: ConnectionRecord = { ...stored, id };
     if (record.tokens) Object.freeze(record.tokens);
     Object.freeze(record);
     if (openedEntries > 0) {
@@ -96,7 +98,8 @@ export function createConnectionRepository(
   ): Promise<boolean> {
     const ttlMs = await sessions.remainingMs(sid);
     if (ttlMs === null) throw invalidSession();
-    const sealed = sealer.seal(JSON.stringify(record), aad(sid, record.id));
+    const { id: _id, ...stored } = record;
+    const sealed = sealer.seal(JSON.stringify(stored), aad(sid, record.id));
     const outbox = event ? await events.record(sid, event) : null;
     const written = await store.setVersioned(
       keys.connection(sid, record.id),

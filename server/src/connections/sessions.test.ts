@@ -114,3 +114,24 @@ describe('session lifetime', () => {
     expect(await under(w.store, sid, 'c1')).toEqual([]);
   });
 });
+
+describe('a session as stored', () => {
+  it('is compact, and one stored as named fields (format 1) is read as before', async () => {
+    const w = world({ idleMs: 30 * DAY, maxAgeMs: 60 * DAY });
+    const { token, sid } = await w.sessions.create();
+    const stored = (await w.store.get(keys.session(sid)))!;
+    expect(JSON.parse(stored)).toEqual([Date.UTC(2026, 0, 1), 0, Date.UTC(2026, 0, 31)]);
+
+    const created = Date.UTC(2025, 11, 1);
+    await w.store.set(
+      keys.session(sid),
+      JSON.stringify({ created_at: created, expires_at: Date.UTC(2026, 0, 31) }),
+      30 * DAY,
+    );
+    expect(await w.sessions.resolve(token)).toBe(sid);
+    // The max age still counts from the recorded creation: 60 days after it, however used.
+    expect(await w.sessions.remainingMs(sid)).toBeLessThanOrEqual(
+      created + 60 * DAY - Date.UTC(2026, 0, 1),
+    );
+  });
+});

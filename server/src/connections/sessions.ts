@@ -11,6 +11,25 @@ interface SessionValue {
   expires_at?: number;
 }
 
+/**
+ * A session as stored: `[created_at, renewed_at or 0, expires_at]`, some 40 bytes fewer than the
+ * object of named fields stored before (still read), on a key every session has.
+ */
+function encode(session: SessionValue): string {
+  return JSON.stringify([session.created_at, session.renewed_at ?? 0, session.expires_at ?? 0]);
+}
+
+function decode(raw: string): SessionValue {
+  const parsed = JSON.parse(raw) as SessionValue | [number, number, number];
+  if (!Array.isArray(parsed)) return parsed;
+  const [created_at, renewed_at, expires_at] = parsed;
+  return {
+    created_at,
+    ...(renewed_at > 0 ? { renewed_at } : {}),
+    ...(expires_at > 0 ? { expires_at } : {}),
+  };
+}
+
 /** How long a session lives: renewed by use, within an optional absolute bound. */
 export interface SessionLifetime {
   /** A session unused this long ends, with everything under it (SESSION_IDLE_TIMEOUT). */
@@ -54,7 +73,7 @@ export function createSessions(
       cached,
       ...(alongside === undefined ? {} : { alongside }),
     });
-    return raw === null ? null : (JSON.parse(raw) as SessionValue);
+    return raw === null ? null : decode(raw);
   };
 
   /** Push the session's expiry out, and with it that of every key under it. */
@@ -64,7 +83,7 @@ export function createSessions(
     const value: SessionValue = { ...session, renewed_at: at, expires_at: expiresAt };
     const ttlMs = expiresAt - at;
     if (ttlMs <= 0) return;
-    await store.set(keys.session(sid), JSON.stringify(value), ttlMs);
+    await store.set(keys.session(sid), encode(value), ttlMs);
     const ids = await store.setMembers(keys.connectionIds(sid));
     await Promise.all([
       store.expire(keys.connectionIds(sid), ttlMs),
@@ -81,7 +100,7 @@ export function createSessions(
       const expiresAt = expiryOf(session, at);
       await store.set(
         keys.session(sid),
-        JSON.stringify({ ...session, expires_at: expiresAt } satisfies SessionValue),
+        encode({ ...session, expires_at: expiresAt }),
         expiresAt - at,
       );
       return { token, sid };

@@ -39,16 +39,6 @@ if not v[1] or not v[2] then return nil end
 return v[1] .. ':' .. v[2]`;
 
 /**
- * KEYS[1], a string, and KEYS[2], a versioned value of format 2, read in one step (a session and
- * the record a call needs, on their shared slot); a format-1 hash reads as nil.
- */
-export const GET_TOGETHER = `
-local kind = redis.call('TYPE', KEYS[2]).ok
-local second = false
-if kind == 'string' then second = redis.call('GET', KEYS[2]) end
-return { redis.call('GET', KEYS[1]) or false, second }`;
-
-/**
  * Deletes every key but the last and, only when the first existed, appends to the last (an outbox)
  * in the same step: concurrent deletions record one event.
  */

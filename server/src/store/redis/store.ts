@@ -15,7 +15,6 @@ import {
   SET_ADD,
   SET_MEMBERS,
   SET_REMOVE,
-  GET_TOGETHER,
   GET_VERSIONED_HASH,
   SET_VERSIONED,
 } from './scripts.ts';
@@ -173,10 +172,11 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     second: string,
   ): Promise<string | null> => {
     const epoch = kept.epoch;
-    const [value, versioned] = (await script(GET_TOGETHER, [first, second], [])) as [
-      string | null | false,
-      string | null | false,
-    ];
+    // MGET, not a script: both keys share a slot, and a format-1 record (a hash) reads as nil,
+    // as an absent one does. Redis tracks both for the cache, and runs no Lua on this path.
+    const [value, versioned] = (await guard(() =>
+      redis.sendCommand(first, ['MGET', first, second]),
+    )) as [string | null, string | null];
     const record = typeof versioned === 'string' ? parseVersioned(versioned) : null;
     if (record !== null) kept.remember(second, record, epoch);
     if (typeof value !== 'string') return null;
