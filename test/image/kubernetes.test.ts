@@ -23,8 +23,8 @@ import { docker, IMAGE } from './docker.ts';
  * The image run as deploy/kubernetes/'s development overlay says, rendered by `kubectl kustomize`:
  * its command and working directory, its environment (ConfigMap and env), its user, group and
  * fsGroup, a read-only root with the emptyDir volumes as tmpfs, no capability, no privilege
- * escalation, its memory limit, and the Secret's files bind-mounted where the volume puts them,
- * with the volume's mode. Then its probes, at the manifest's paths, follow Redis.
+ * escalation, its memory limit (and the heap the image's entrypoint sizes from it), and the
+ * Secret's files bind-mounted where the volume puts them, with the volume's mode. Then its probes, at the manifest's paths, follow Redis.
  *
  * What differs, because the container shares the host's network (`--network host`, as every
  * container here): PORT and METRICS_PORT move to free ports (and the probes with them, since
@@ -56,6 +56,13 @@ const dockerBytes = (quantity: string): string => {
   const found = /^(\d+)(Mi|Gi)$/.exec(quantity);
   if (found === null) throw new Error(`unexpected quantity ${quantity}`);
   return `${found[1]}${found[2] === 'Mi' ? 'm' : 'g'}`;
+};
+
+/** Mebibytes of a Kubernetes memory quantity (Mi, Gi). */
+const mebibytes = (quantity: string): number => {
+  const found = /^(\d+)(Mi|Gi)$/.exec(quantity);
+  if (found === null) throw new Error(`unexpected quantity ${quantity}`);
+  return Number(found[1]) * (found[2] === 'Gi' ? 1024 : 1);
 };
 
 /**
@@ -175,6 +182,14 @@ describe('the image, as the Kubernetes Deployment runs it', () => {
     expect((await exec('touch', '/app/planted')).code).not.toBe(0);
     expect((await exec('touch', '/planted')).code).not.toBe(0);
     expect((await exec('touch', '/tmp/scratch')).code).toBe(0);
+
+    // The broker (PID 1, through the image's entrypoint) with its old space at 75 % of the
+    // manifest's memory limit (memory.test.ts shows what V8 makes of the flag).
+    const memory = container.resources!.limits!.memory!;
+    const environ = await exec('sh', '-c', "tr '\\0' '\\n' </proc/1/environ");
+    expect(environ.stdout.split('\n')).toContain(
+      `NODE_OPTIONS=--max-old-space-size=${Math.floor(mebibytes(memory) * 0.75)}`,
+    );
 
     // Prometheus's scrape, with the Secret's METRICS_TOKEN, on the metrics port.
     const secret = find(objects, 'Secret', 'baton-broker-secrets');
