@@ -1,6 +1,6 @@
 import { createClient } from 'redis';
 import { expect } from 'vitest';
-import type { Stack } from './stack.ts';
+import type { World } from './world.ts';
 
 /** Every value in Redis, whatever its type, as text. */
 export async function dumpRedis(url: string): Promise<string[]> {
@@ -26,12 +26,15 @@ export async function dumpRedis(url: string): Promise<string[]> {
 
 /**
  * No secret the sandbox ever issued or knows (client secret, codes, tokens) appears in Redis or in
- * any captured log line. Checks it found something to look for, so it cannot pass on no data.
+ * the log of any broker in process. Checks it found something to look for, so it cannot pass on no data.
  */
-export async function expectNoLeaks(stack: Stack, extra: string[] = []): Promise<void> {
-  const secrets = [...stack.sandbox.sandbox.control.secrets(), ...extra];
+export async function expectNoLeaks(world: World<{ url: string }>, extra: string[] = []): Promise<void> {
+  const secrets = [...world.control.secrets(), ...extra];
   expect(secrets.length).toBeGreaterThan(0);
-  const haystacks = [...(await dumpRedis(stack.redis.url)), ...stack.broker.logs.lines];
+  const haystacks = [
+    ...(await dumpRedis(world.redis.url)),
+    ...world.brokers.flatMap((broker) => broker.logs.lines),
+  ];
   expect(haystacks.length).toBeGreaterThan(0);
   for (const secret of secrets) {
     const found = haystacks.find((text) => text.includes(secret));
