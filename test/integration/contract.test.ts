@@ -12,7 +12,10 @@ import { EXTENSION_REDIRECT, useWorld } from '../support/world.ts';
  * route was seen, and that what was not seen is only what this file says it cannot produce.
  */
 const METRICS_TOKEN = 'contract-test-metrics-token-0123456789abcdef';
-const world = useWorld({ env: { METRICS_TOKEN }, metrics: true }, { resetSandbox: true, expectNoLeaks: true });
+const world = useWorld(
+  { env: { METRICS_TOKEN }, metrics: true },
+  { resetSandbox: true, expectNoLeaks: true },
+);
 
 const HOUR = 3_600_000;
 const unknownToken = () =>

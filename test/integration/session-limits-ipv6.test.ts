@@ -9,9 +9,12 @@ import { useWorld } from '../support/world.ts';
  * IPv6 clients behind a proxy the broker trusts: one client holds a whole prefix (a /64 at the
  * least, often a /56), so the failed-session limit counts by prefix, not by address.
  */
-const world = useWorld({
-  env: { SESSION_FAILURE_LIMIT: '30', TRUST_PROXY: 'loopback' },
-}, { resetSandbox: true, expectNoLeaks: true });
+const world = useWorld(
+  {
+    env: { SESSION_FAILURE_LIMIT: '30', TRUST_PROXY: 'loopback' },
+  },
+  { resetSandbox: true, expectNoLeaks: true },
+);
 
 /** A GET as the trusted proxy forwards it for client `from`. */
 function get(path: string, token: string, from: string) {

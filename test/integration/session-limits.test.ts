@@ -5,9 +5,12 @@ import { describe, expect, it } from 'vitest';
 import { connect } from '../support/flow.ts';
 import { useWorld } from '../support/world.ts';
 
-const world = useWorld({
-  env: { SESSION_FAILURE_LIMIT: '30', SESSION_RATE_LIMIT: '5' },
-}, { resetSandbox: true, expectNoLeaks: true });
+const world = useWorld(
+  {
+    env: { SESSION_FAILURE_LIMIT: '30', SESSION_RATE_LIMIT: '5' },
+  },
+  { resetSandbox: true, expectNoLeaks: true },
+);
 
 /** A GET to the broker from `from` (any 127.0.0.0/8 address is this machine). */
 function get(path: string, token: string, from = '127.0.0.1') {

@@ -3,7 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { call, connect } from '../support/flow.ts';
 import { useWorld } from '../support/world.ts';
 
-const world = useWorld({ env: { REFRESH_MIN_INTERVAL_SECONDS: '60' } }, { resetSandbox: true, expectNoLeaks: true });
+const world = useWorld(
+  { env: { REFRESH_MIN_INTERVAL_SECONDS: '60' } },
+  { resetSandbox: true, expectNoLeaks: true },
+);
 
 const control = () => world.sandbox.sandbox.control;
 const license = () => world.sandbox.sandbox.accounts[0]!.licenses[0]!.id;

@@ -28,7 +28,10 @@ export async function dumpRedis(url: string): Promise<string[]> {
  * No secret the sandbox ever issued or knows (client secret, codes, tokens) appears in Redis or in
  * the log of any broker in process. Checks it found something to look for, so it cannot pass on no data.
  */
-export async function expectNoLeaks(world: World<{ url: string }>, extra: string[] = []): Promise<void> {
+export async function expectNoLeaks(
+  world: World<{ url: string }>,
+  extra: string[] = [],
+): Promise<void> {
   const secrets = [...world.control.secrets(), ...extra];
   expect(secrets.length).toBeGreaterThan(0);
   const haystacks = [

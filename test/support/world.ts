@@ -103,10 +103,10 @@ export class World<R = RedisServer> {
     return this.parts.clock;
   }
 
-  /** The throwaway certificate the provider presents (`tls: true`). */
-  get certificate(): TestCertificate {
+  /** The TLS terminator before the sandbox, and the throwaway certificate it presents. */
+  get tls(): { certificate: TestCertificate; terminator: TlsTerminator } {
     if (!this.parts.tls) throw new Error('this world has no TLS in front of the provider');
-    return this.parts.tls.certificate;
+    return this.parts.tls;
   }
 
   /** The first in-process broker, for a world of one. */
@@ -198,7 +198,9 @@ export class World<R = RedisServer> {
   /** A rolling restart of every process with new settings, which stay for brokers started later. */
   async reconfigure(overrides: Record<string, string>): Promise<void> {
     this.shared = { ...this.shared, ...overrides };
-    await Promise.all(this.processes.map((_broker, index) => this.restartProcess(index, overrides)));
+    await Promise.all(
+      this.processes.map((_broker, index) => this.restartProcess(index, overrides)),
+    );
   }
 
   /** Resolves once every process answers /readyz with 200 (after Redis comes back, say). */
@@ -259,11 +261,15 @@ export class World<R = RedisServer> {
 }
 
 /** Starts a world (see WorldOptions); `close` or `await using` stops every part of it. */
-export async function startWorld<R = RedisServer>(options: WorldOptions<R> = {}): Promise<World<R>> {
+export async function startWorld<R = RedisServer>(
+  options: WorldOptions<R> = {},
+): Promise<World<R>> {
   const brokers = options.brokers ?? { inProcess: 1 };
   const inProcess = 'inProcess' in brokers;
   const clock =
-    options.clock === 'real' ? undefined : (options.clock ?? (inProcess ? new TestClock() : undefined));
+    options.clock === 'real'
+      ? undefined
+      : (options.clock ?? (inProcess ? new TestClock() : undefined));
   const topology = (options.redis ?? standalone()) as RedisTopology<R>;
   const redis = await topology.start();
   let sandboxUrl = '';
@@ -303,7 +309,6 @@ export async function startWorld<R = RedisServer>(options: WorldOptions<R> = {})
   }
   return world;
 }
-
 
 export interface SuiteChecks {
   /** Before each test: the sandbox's counters, request log and faults reset. */
