@@ -11,7 +11,7 @@ export interface RedisTopology<R> {
 }
 
 /** A fresh redis-server of the test's own (the default). */
-export const standalone = (options: RedisServerOptions = {}): RedisTopology<RedisServer> => ({
+export const redisStandalone = (options: RedisServerOptions = {}): RedisTopology<RedisServer> => ({
   start: () => RedisServer.start(options),
   env: (redis) => ({ REDIS_URL: redis.url }),
   async stop(redis) {
@@ -21,14 +21,14 @@ export const standalone = (options: RedisServerOptions = {}): RedisTopology<Redi
 });
 
 /** A redis-server the caller started and stops. */
-export const existing = (server: RedisServer): RedisTopology<RedisServer> => ({
+export const existingRedis = (server: RedisServer): RedisTopology<RedisServer> => ({
   start: async () => server,
   env: (redis) => ({ REDIS_URL: redis.url }),
   stop: async () => {},
 });
 
 /** A real Redis Cluster (redis-cluster.ts). */
-export const cluster = (
+export const redisCluster = (
   options: { masters?: number; replicas?: number } = {},
 ): RedisTopology<RedisCluster> => ({
   start: () => RedisCluster.start(options),
@@ -37,7 +37,7 @@ export const cluster = (
 });
 
 /** A master, a replica and three sentinels (redis-sentinel.ts). */
-export const sentinel = (): RedisTopology<RedisSentinelSet> => ({
+export const redisSentinel = (): RedisTopology<RedisSentinelSet> => ({
   start: () => RedisSentinelSet.start(),
   // REDIS_WAIT_REPLICAS is 1 by default with Sentinel: every durable write waits for the replica.
   env: (redis) => ({ REDIS_SENTINEL: redis.env }),

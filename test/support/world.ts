@@ -7,7 +7,7 @@ import { startInProcess, type Broker } from './in-process.ts';
 import { BrokerProcess } from './process.ts';
 import { expectNoLeaks } from './leaks.ts';
 import type { RedisServer } from './redis.ts';
-import { standalone, type RedisTopology } from './redis-topology.ts';
+import { redisStandalone, type RedisTopology } from './redis-topology.ts';
 import {
   removeCertificate,
   selfSignedCertificate,
@@ -19,7 +19,13 @@ import { until } from './wait.ts';
 
 export { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from './broker-env.ts';
 export type { Broker } from './in-process.ts';
-export { cluster, existing, sentinel, standalone, type RedisTopology } from './redis-topology.ts';
+export {
+  existingRedis,
+  redisCluster,
+  redisSentinel,
+  redisStandalone,
+  type RedisTopology,
+} from './redis-topology.ts';
 
 interface Parts<R> {
   topology: RedisTopology<R>;
@@ -91,7 +97,8 @@ export class World<R = RedisServer> {
     this.sandbox = parts.sandbox;
     this.providerUrl = parts.providerUrl;
     this.parts = parts;
-    this.shared = this.compose({}, false);
+    // Brokers on the real clock make thousands of calls with one session (broker-env.ts).
+    this.shared = this.compose({}, !('inProcess' in (options.brokers ?? { inProcess: 1 })));
     for (const port of options.callbackPorts ?? []) this.callbacks.add(`http://127.0.0.1:${port}`);
     if (options.publicUrl !== undefined) this.callbacks.add(options.publicUrl);
     this.register();
@@ -178,8 +185,7 @@ export class World<R = RedisServer> {
 
   /** One more broker process (`main`: another revision's entry point), `extra` over the environment. */
   async startProcess(extra: Record<string, string> = {}, main?: string): Promise<BrokerProcess> {
-    // The real clock: no per-session limit for thousands of calls with one session (broker-env.ts).
-    const env = { SESSION_RATE_LIMIT: '0', ...this.shared, ...extra };
+    const env = { ...this.shared, ...extra };
     return this.launch(this.launched.push({ env, main }) - 1);
   }
 
@@ -270,7 +276,7 @@ export async function startWorld<R = RedisServer>(
     options.clock === 'real'
       ? undefined
       : (options.clock ?? (inProcess ? new TestClock() : undefined));
-  const topology = (options.redis ?? standalone()) as RedisTopology<R>;
+  const topology = (options.redis ?? redisStandalone()) as RedisTopology<R>;
   const redis = await topology.start();
   let sandboxUrl = '';
   const sandbox = await startSandbox({
