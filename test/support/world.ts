@@ -87,7 +87,6 @@ export class World<R = RedisServer> {
   private readonly parts: Parts<R>;
   /** Each process's environment and entry point as started, for a restart. */
   private readonly launched: { env: Record<string, string>; main: string | undefined }[] = [];
-  private readonly callbacks = new Set<string>();
   private shared: Record<string, string>;
   private started = 0;
 
@@ -99,9 +98,6 @@ export class World<R = RedisServer> {
     this.parts = parts;
     // Brokers on the real clock make thousands of calls with one session (broker-env.ts).
     this.shared = this.compose({}, !('inProcess' in (options.brokers ?? { inProcess: 1 })));
-    for (const port of options.callbackPorts ?? []) this.callbacks.add(`http://127.0.0.1:${port}`);
-    if (options.publicUrl !== undefined) this.callbacks.add(options.publicUrl);
-    this.register();
   }
 
   /** The injected clock; a world on the real clock has none. */
@@ -179,7 +175,6 @@ export class World<R = RedisServer> {
     );
     this.brokers.push(broker);
     this.options.onStart?.(`broker ${this.started++} (in process)`, () => broker.logs.lines);
-    this.register(broker.url);
     return broker;
   }
 
@@ -189,24 +184,24 @@ export class World<R = RedisServer> {
     return this.launch(this.launched.push({ env, main }) - 1);
   }
 
-  /** Stops process `index` (if it runs) and starts it again on its port, with `overrides`. */
+  /**
+   * Stops process `index` (if it runs) and starts it again on its port, with `overrides` for this
+   * start only.
+   */
   async restartProcess(
     index: number,
     overrides: Record<string, string> = {},
     signal: NodeJS.Signals = 'SIGTERM',
   ): Promise<BrokerProcess> {
     await this.processes[index]?.stop(signal);
-    const launched = this.launched[index]!;
-    launched.env = { ...launched.env, ...overrides };
-    return this.launch(index);
+    return this.launch(index, overrides);
   }
 
   /** A rolling restart of every process with new settings, which stay for brokers started later. */
   async reconfigure(overrides: Record<string, string>): Promise<void> {
     this.shared = { ...this.shared, ...overrides };
-    await Promise.all(
-      this.processes.map((_broker, index) => this.restartProcess(index, overrides)),
-    );
+    for (const launched of this.launched) launched.env = { ...launched.env, ...overrides };
+    await Promise.all(this.processes.map((_broker, index) => this.restartProcess(index)));
   }
 
   /** Resolves once every process answers /readyz with 200 (after Redis comes back, say). */
@@ -244,25 +239,13 @@ export class World<R = RedisServer> {
   }
 
   /** Starts process `index` as `launched` says, keeping its port for a restart. */
-  private async launch(index: number): Promise<BrokerProcess> {
+  private async launch(index: number, overrides: Record<string, string> = {}) {
     const launched = this.launched[index]!;
-    const broker = await BrokerProcess.start(launched.env, launched.main);
+    const broker = await BrokerProcess.start({ ...launched.env, ...overrides }, launched.main);
     this.processes[index] = broker;
     launched.env = { ...launched.env, PORT: new URL(broker.url).port };
     this.options.onStart?.(`broker ${index} (start ${++this.started})`, () => broker.lines);
-    this.register(broker.url);
     return broker;
-  }
-
-  /** The test integration at the sandbox, knowing the callback at every origin so far. */
-  private register(origin?: string): void {
-    if (this.options.publicUrl === undefined && origin !== undefined) this.callbacks.add(origin);
-    if (this.callbacks.size === 0) return;
-    this.control.registerClient({
-      client_id: this.options.client?.id ?? CLIENT_ID,
-      client_secret: this.options.client?.secret ?? CLIENT_SECRET,
-      redirect_uris: [...this.callbacks].map((each) => `${each}/auth/callback`),
-    });
   }
 }
 
@@ -313,6 +296,20 @@ export async function startWorld<R = RedisServer>(
     await world.close();
     throw error;
   }
+  // The test integration, its callback at the public origin, or at each broker's own and the
+  // ports of brokers to come (a broker started later elsewhere is one the provider does not know).
+  const origins = options.publicUrl
+    ? [options.publicUrl]
+    : [
+        ...world.endpoint.instances,
+        ...(options.callbackPorts ?? []).map((port) => `http://127.0.0.1:${port}`),
+      ];
+  if (origins.length > 0)
+    world.control.registerClient({
+      client_id: options.client?.id ?? CLIENT_ID,
+      client_secret: options.client?.secret ?? CLIENT_SECRET,
+      redirect_uris: origins.map((origin) => `${origin}/auth/callback`),
+    });
   return world;
 }
 
