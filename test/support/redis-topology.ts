@@ -20,13 +20,6 @@ export const redisStandalone = (options: RedisServerOptions = {}): RedisTopology
   },
 });
 
-/** A redis-server the caller started and stops. */
-export const existingRedis = (server: RedisServer): RedisTopology<RedisServer> => ({
-  start: async () => server,
-  env: (redis) => ({ REDIS_URL: redis.url }),
-  stop: async () => {},
-});
-
 /** A real Redis Cluster (redis-cluster.ts). */
 export const redisCluster = (
   options: { masters?: number; replicas?: number } = {},

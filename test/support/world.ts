@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { startSandbox, type RunningSandbox, type SandboxControl } from '@baton/sandbox';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { brokerEnv, CLIENT_ID, CLIENT_SECRET } from './broker-env.ts';
 import { Client, type Endpoint } from './client.ts';
 import { TestClock } from './clock.ts';
@@ -19,13 +19,8 @@ import { until } from './wait.ts';
 
 export { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from './broker-env.ts';
 export type { Broker } from './in-process.ts';
-export {
-  existingRedis,
-  redisCluster,
-  redisSentinel,
-  redisStandalone,
-  type RedisTopology,
-} from './redis-topology.ts';
+export { redisCluster, redisSentinel, redisStandalone } from './redis-topology.ts';
+export type { RedisTopology } from './redis-topology.ts';
 
 interface Parts<R> {
   topology: RedisTopology<R>;
@@ -51,11 +46,8 @@ export interface WorldOptions<R> {
   publicUrl?: string;
   /** Ports of brokers started later whose callbacks the provider must accept from the start. */
   callbackPorts?: readonly number[];
-  /**
-   * The sandbox's and in-process brokers' clock. Default: a fresh TestClock when the world starts
-   * brokers in process, else the real clock.
-   */
-  clock?: TestClock | 'real';
+  /** The sandbox's and in-process brokers' clock. Default: a fresh one for brokers in process. */
+  clock?: TestClock;
   /** Where the sandbox listens, and whether a used refresh token revokes its grant. */
   sandbox?: { host?: string; port?: number; revokeOnRefreshReuse?: boolean };
   /** The integration the sandbox knows and brokers use. Default: CLIENT_ID and CLIENT_SECRET. */
@@ -255,10 +247,7 @@ export async function startWorld<R = RedisServer>(
 ): Promise<World<R>> {
   const brokers = options.brokers ?? { inProcess: 1 };
   const inProcess = 'inProcess' in brokers;
-  const clock =
-    options.clock === 'real'
-      ? undefined
-      : (options.clock ?? (inProcess ? new TestClock() : undefined));
+  const clock = options.clock ?? (inProcess ? new TestClock() : undefined);
   const topology = (options.redis ?? redisStandalone()) as RedisTopology<R>;
   const redis = await topology.start();
   let sandboxUrl = '';
