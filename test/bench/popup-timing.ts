@@ -2,7 +2,7 @@
  * How soon the popup shows the licenses it already knows: milliseconds from opening popup.html to
  * the first license card in its DOM (the popup's `baton:first-card` User Timing mark, which counts
  * from the page's navigation start), in Debian's Chromium and Firefox ESR, with two licenses
- * connected through the sandbox's real pages, on the e2e stack (Redis, the sandbox, a broker
+ * connected through the sandbox's real pages, on the e2e world (Redis, the sandbox, a broker
  * process). Three cases:
  *
  *   warm       the background running, the last view in storage.session
@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { launchChromium, launchFirefox, type ExtensionBrowser } from '../support/browsers.ts';
-import { startE2eStack } from '../support/e2e-stack.ts';
+import { startWorld } from '../support/world.ts';
 import { freePort } from '../support/ports.ts';
 import { signInAtSandbox } from '../support/sandbox-sign-in.ts';
 import { until } from '../support/wait.ts';
@@ -53,7 +53,10 @@ for (const script of ['build', 'build:firefox']) {
     env: { ...process.env, WXT_BROKER_URL: `http://127.0.0.1:${port}` },
   });
 }
-const stack = await startE2eStack(port);
+const world = await startWorld({
+  brokers: { processes: 1, ports: [port] },
+  extensionRedirectUrls: null,
+});
 
 function launcher(name: 'chromium' | 'firefox', profile: string) {
   return name === 'chromium'
@@ -87,7 +90,7 @@ async function measure(name: 'chromium' | 'firefox'): Promise<void> {
     const popup = await browser.openPopup();
     for (const licenseId of ['lic-1001', 'lic-1002']) {
       const before = await popup.count(CONNECTED);
-      await signInAtSandbox(browser, popup, stack.sandbox.url, { licenseId });
+      await signInAtSandbox(browser, popup, world.sandbox.url, { licenseId });
       await until(async () => (await popup.count(CONNECTED)) === before + 1, {
         deadlineMs: 30_000,
         what: `${licenseId} to show as connected`,
@@ -131,7 +134,7 @@ async function measure(name: 'chromium' | 'firefox'): Promise<void> {
 try {
   for (const name of browsers) await measure(name);
 } finally {
-  await stack.close();
+  await world.close();
 }
 
 console.log('\nms from opening the popup to the first licence card (median of %d):', runs);

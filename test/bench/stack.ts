@@ -24,12 +24,13 @@ import {
   type Services,
   type Store,
 } from '@baton/server';
+// The world's client and broker environment, from broker-env.ts: not world.ts, whose suite
+// helper brings vitest into the bench's process.
+import { brokerEnv, CLIENT_ID, CLIENT_SECRET } from '../support/broker-env.ts';
 import { RedisServer } from '../support/redis.ts';
 import { BARE_PROXY, BROKER_MAIN, ELD_HOOK, freePort, Proc, SANDBOX_MAIN } from './procs.ts';
 
-export const CLIENT_ID = 'baton-bench';
-export const CLIENT_SECRET = `sbx_secret_bench-${randomBytes(16).toString('hex')}`;
-export const EXTENSION_REDIRECT = 'https://bench-extension.chromiumapp.org/';
+export { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from '../support/broker-env.ts';
 export const LICENSE = 'lic-1001';
 
 export interface Session {
@@ -108,25 +109,23 @@ export class BenchStack {
         index === 0 && options.eventLoopHook !== false
           ? [...(options.brokerNodeArgs ?? []), '--import', ELD_HOOK, mainOf(index)]
           : [...(options.nodeArgs?.[index] ?? []), mainOf(index)];
-      const env = {
-        AUTH_URL: stack.sandbox.url,
-        CLIENT_ID,
-        CLIENT_SECRET,
-        PUBLIC_URL: `http://127.0.0.1:${port}`,
-        API_URL_ALLOWLIST: stack.sandbox.url,
-        EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
-        SESSION_SECRET: `bench-session-secret-${randomBytes(16).toString('hex')}`,
-        TOKEN_ENCRYPTION_KEYS: stack.key,
-        REDIS_URL: stack.redis.url,
-        LOG_LEVEL: 'info',
-        TRUST_PROXY: '1',
-        // The per-session limit stays on the hot path, set too high to refuse a bench call.
-        SESSION_RATE_LIMIT: '10000000',
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        ...(index === 0 ? { BENCH_ELD_FILE: stack.eldFile } : {}),
-        ...options.envs?.[index],
-      };
+      const env = brokerEnv({
+        providerUrl: stack.sandbox.url,
+        publicUrl: `http://127.0.0.1:${port}`,
+        redis: { REDIS_URL: stack.redis.url },
+        extra: {
+          // One keyring for every broker: what one seals, the others and the bench's own read.
+          TOKEN_ENCRYPTION_KEYS: stack.key,
+          LOG_LEVEL: 'info',
+          TRUST_PROXY: '1',
+          // The per-session limit stays on the hot path, set too high to refuse a bench call.
+          SESSION_RATE_LIMIT: '10000000',
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          ...(index === 0 ? { BENCH_ELD_FILE: stack.eldFile } : {}),
+          ...options.envs?.[index],
+        },
+      });
       stack.brokerEnvs.push(env);
       return () =>
         Proc.start({

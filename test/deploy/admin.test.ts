@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { callApi, Client, connectVia } from '../support/client.ts';
 import { freePort } from '../support/ports.ts';
 import { BrokerProcess } from '../support/process.ts';
-import { useBrokerWorld } from '../support/broker-world.ts';
+import { useWorld } from '../support/world.ts';
 import { until } from '../support/wait.ts';
 import { createClient } from 'redis';
 
@@ -16,8 +16,8 @@ const PUBLIC_URL = 'http://baton.admin.test';
 const A = `a:${randomBytes(32).toString('base64')}`;
 const B = `b:${randomBytes(32).toString('base64')}`;
 
-const world = useBrokerWorld(PUBLIC_URL);
-const env = (keys: string) => world.env({ TOKEN_ENCRYPTION_KEYS: keys });
+const world = useWorld({ brokers: { processes: 0 }, publicUrl: PUBLIC_URL });
+const env = (keys: string) => world.freshEnv({ TOKEN_ENCRYPTION_KEYS: keys });
 
 /** Variables of the brokers' environment beyond the keys (the events' webhook). */
 let extra: Record<string, string> = {};
@@ -105,7 +105,9 @@ describe('admin', () => {
       EVENTS_WEBHOOK_SECRET: `whsec_${randomBytes(32).toString('base64')}`,
     };
     try {
-      const broker = await BrokerProcess.start(world.env({ TOKEN_ENCRYPTION_KEYS: A, ...extra }));
+      const broker = await BrokerProcess.start(
+        world.freshEnv({ TOKEN_ENCRYPTION_KEYS: A, ...extra }),
+      );
       const client = new Client({ publicUrl: PUBLIC_URL, instances: [broker.url] });
       world.sandbox.sandbox.control.setConsent({ mode: 'approve', licenseId: 'lic-1001' });
       const session = await connectVia(client, { start: 0, callback: 0, redeem: 0 });

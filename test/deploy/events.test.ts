@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callApi, Client, connectVia } from '../support/client.ts';
 import { BrokerProcess } from '../support/process.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
-import { useBrokerWorld } from '../support/broker-world.ts';
+import { useWorld } from '../support/world.ts';
 import { until } from '../support/wait.ts';
 
 /**
@@ -79,7 +79,7 @@ class Received {
   }
 }
 
-const world = useBrokerWorld(PUBLIC_URL);
+const world = useWorld({ brokers: { processes: 0 }, publicUrl: PUBLIC_URL });
 const receiver = new Received();
 let server: Receiver;
 let receiverUrl: string;
@@ -97,7 +97,7 @@ describe('EVENTS_WEBHOOK_URL', () => {
   it('reports a connection’s whole life, signed by Standard Webhooks, in order, holding no secret', async () => {
     receiver.mark();
     await using broker = await BrokerProcess.start(
-      world.env({ EVENTS_WEBHOOK_URL: receiverUrl, EVENTS_WEBHOOK_SECRET: SECRET }),
+      world.freshEnv({ EVENTS_WEBHOOK_URL: receiverUrl, EVENTS_WEBHOOK_SECRET: SECRET }),
     );
     const client = new Client({ publicUrl: PUBLIC_URL, instances: [broker.url] });
     const control = world.sandbox.sandbox.control;
@@ -150,7 +150,7 @@ describe('EVENTS_WEBHOOK_URL', () => {
 
   it('three instances, the delivering one killed with SIGKILL mid-delivery: every event arrives, once per id, in order', async () => {
     receiver.mark();
-    const env = world.env({ EVENTS_WEBHOOK_URL: receiverUrl, EVENTS_WEBHOOK_SECRET: SECRET });
+    const env = world.freshEnv({ EVENTS_WEBHOOK_URL: receiverUrl, EVENTS_WEBHOOK_SECRET: SECRET });
     const first = await BrokerProcess.start(env);
     const client = new Client({ publicUrl: PUBLIC_URL, instances: [first.url] });
     const control = world.sandbox.sandbox.control;
@@ -201,7 +201,7 @@ describe('EVENTS_WEBHOOK_URL', () => {
 
   it('one event per change: 50 concurrent removals of a connection and 200 concurrent sign-outs over two instances record one each', async () => {
     receiver.mark();
-    const env = world.env({ EVENTS_WEBHOOK_URL: receiverUrl, EVENTS_WEBHOOK_SECRET: SECRET });
+    const env = world.freshEnv({ EVENTS_WEBHOOK_URL: receiverUrl, EVENTS_WEBHOOK_SECRET: SECRET });
     await using first = await BrokerProcess.start(env);
     await using second = await BrokerProcess.start(env);
     const client = new Client(

@@ -1,13 +1,11 @@
-import { startSandbox, type RunningSandbox } from '@baton/sandbox';
 import { routes } from '@baton/shared';
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callApi, Client, connectVia } from '../support/client.ts';
 import { Gate } from '../support/gate.ts';
 import { BrokerProcess } from '../support/process.ts';
 import { RedisServer } from '../support/redis.ts';
-import { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
+import { useWorld } from '../support/world.ts';
 
 /**
  * The broker process's life around its work: what it says about Redis at start-up, and how it
@@ -16,39 +14,24 @@ import { until } from '../support/wait.ts';
 const PUBLIC_URL = 'http://baton.lifecycle.test';
 const LICENSE = 'lic-1002';
 
-let redis: RedisServer;
-let sandbox: RunningSandbox;
+const world = useWorld({ brokers: { processes: 0 }, publicUrl: PUBLIC_URL });
 let gate: Gate;
 
 beforeAll(async () => {
-  redis = await RedisServer.start();
-  sandbox = await startSandbox({ control: true, clients: [] });
-  gate = await Gate.start(sandbox.url);
-  sandbox.sandbox.control.registerClient({
-    client_id: CLIENT_ID,
-    client_secret: CLIENT_SECRET,
-    redirect_uris: [`${PUBLIC_URL}/auth/callback`],
-  });
+  gate = await Gate.start(world.sandbox.url);
 });
 
 afterAll(async () => {
   await gate?.[Symbol.asyncDispose]();
-  await sandbox?.close();
-  await redis?.[Symbol.asyncDispose]();
 });
 
-const env = (redisUrl: string, extra: Record<string, string> = {}): Record<string, string> => ({
-  AUTH_URL: sandbox.url,
-  CLIENT_ID,
-  CLIENT_SECRET,
-  PUBLIC_URL,
-  API_URL_ALLOWLIST: `${sandbox.url},${gate.origin}`,
-  EXTENSION_REDIRECT_URLS: EXTENSION_REDIRECT,
-  SESSION_SECRET: `lifecycle-session-secret-${randomBytes(16).toString('hex')}`,
-  TOKEN_ENCRYPTION_KEYS: `k:${randomBytes(32).toString('base64')}`,
-  REDIS_URL: redisUrl,
-  ...extra,
-});
+/** A broker on `redisUrl` (the world's, or one of a test's own), its gate an allowed origin too. */
+const env = (redisUrl: string, extra: Record<string, string> = {}): Record<string, string> =>
+  world.freshEnv({
+    API_URL_ALLOWLIST: `${world.sandbox.url},${gate.origin}`,
+    REDIS_URL: redisUrl,
+    ...extra,
+  });
 
 const logged = (broker: BrokerProcess, text: string): number =>
   broker.lines.findIndex((line) => line.includes(text));
@@ -57,7 +40,7 @@ const waitForLog = (broker: BrokerProcess, text: string): Promise<void> =>
 
 describe('start-up: Redis durability', () => {
   it('warns that tokens can be lost when Redis keeps nothing on disk', async () => {
-    await using broker = await BrokerProcess.start(env(redis.url));
+    await using broker = await BrokerProcess.start(env(world.redis.url));
     await waitForLog(broker, 'keeps no data on disk');
     expect(logged(broker, 'Redis keeps tokens durably')).toBe(-1);
   });
@@ -91,7 +74,7 @@ describe('start-up: Redis durability', () => {
 describe('SIGTERM', () => {
   async function connected(broker: BrokerProcess) {
     const client = new Client({ publicUrl: PUBLIC_URL, instances: [broker.url] });
-    sandbox.sandbox.control.setConsent({ mode: 'approve', licenseId: LICENSE });
+    world.control.setConsent({ mode: 'approve', licenseId: LICENSE });
     const session = await connectVia(client, {
       start: 0,
       callback: 0,
@@ -103,7 +86,7 @@ describe('SIGTERM', () => {
 
   it('answers 503 at /readyz, finishes the request in flight, then closes Redis and exits 0', async () => {
     await using broker = await BrokerProcess.start(
-      env(redis.url, { SHUTDOWN_DELAY_MS: '1500', SHUTDOWN_TIMEOUT_MS: '20000' }),
+      env(world.redis.url, { SHUTDOWN_DELAY_MS: '1500', SHUTDOWN_TIMEOUT_MS: '20000' }),
     );
     const { client, session } = await connected(broker);
     const held = gate.holdAnswer((req) => req.url?.endsWith('/users.me') ?? false);
@@ -134,10 +117,10 @@ describe('SIGTERM', () => {
   });
 
   it('lets a refresh in flight save the new pair before it closes Redis, though its caller left', async () => {
-    const envs = env(redis.url, { SHUTDOWN_DELAY_MS: '0', SHUTDOWN_TIMEOUT_MS: '20000' });
+    const envs = env(world.redis.url, { SHUTDOWN_DELAY_MS: '0', SHUTDOWN_TIMEOUT_MS: '20000' });
     const first = await BrokerProcess.start(envs);
     const { client, session } = await connected(first);
-    expect(sandbox.sandbox.control.expireAccessTokens(LICENSE)).toBeGreaterThan(0);
+    expect(world.control.expireAccessTokens(LICENSE)).toBeGreaterThan(0);
     const held = gate.holdAnswer((req) => req.url?.endsWith('/oauth2/access_token') ?? false);
     const caller = new AbortController();
     const abandoned = fetch(`${first.url}${routes.proxy(session.id, 'users.me')}`, {
@@ -156,21 +139,21 @@ describe('SIGTERM', () => {
 
     // The pair the provider rotated to is in Redis: the next instance uses it without refreshing.
     await using next = await BrokerProcess.start(envs);
-    const { refreshes, token_errors } = sandbox.sandbox.control.counters();
+    const { refreshes, token_errors } = world.control.counters();
     const answer = await callApi(
       new Client({ publicUrl: PUBLIC_URL, instances: [next.url] }),
       0,
       session,
     );
     expect(answer.status).toBe(200);
-    expect(sandbox.sandbox.control.counters()).toMatchObject({ refreshes, token_errors });
+    expect(world.control.counters()).toMatchObject({ refreshes, token_errors });
     expect(refreshes).toBe(1);
     await client.close();
   });
 
   it('cuts off what is still in flight after SHUTDOWN_TIMEOUT_MS, and still exits 0', async () => {
     await using broker = await BrokerProcess.start(
-      env(redis.url, { SHUTDOWN_DELAY_MS: '0', SHUTDOWN_TIMEOUT_MS: '300' }),
+      env(world.redis.url, { SHUTDOWN_DELAY_MS: '0', SHUTDOWN_TIMEOUT_MS: '300' }),
     );
     const { client, session } = await connected(broker);
     const held = gate.holdAnswer((req) => req.url?.endsWith('/users.me') ?? false);

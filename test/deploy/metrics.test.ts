@@ -6,15 +6,15 @@ import { describe, expect, it } from 'vitest';
 import { callApi, Client, connectVia } from '../support/client.ts';
 import { freePort } from '../support/ports.ts';
 import { BrokerProcess } from '../support/process.ts';
-import { useBrokerWorld } from '../support/broker-world.ts';
+import { useWorld } from '../support/world.ts';
 
 /** GET /metrics of a broker process: Prometheus text, behind METRICS_TOKEN or on METRICS_PORT. */
 const PUBLIC_URL = 'http://baton.metrics.test';
 const LICENSE = 'lic-1001';
 const METRICS_TOKEN = randomBytes(24).toString('base64url');
 
-const world = useBrokerWorld(PUBLIC_URL);
-const env = world.env;
+const world = useWorld({ brokers: { processes: 0 }, publicUrl: PUBLIC_URL });
+const env = (extra?: Record<string, string>) => world.freshEnv(extra);
 
 /** One sample's value from Prometheus text, or undefined when the series is absent. */
 function sample(text: string, series: string): number | undefined {

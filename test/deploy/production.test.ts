@@ -1,4 +1,3 @@
-import type { RunningSandbox } from '@baton/sandbox';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -14,13 +13,10 @@ import {
   PRODUCTION_SECRETS,
   productionEnv,
   productionFlow,
-  startTlsProvider,
-  type TlsProvider,
+  PUBLIC_URL,
 } from '../support/public-flow.ts';
-import { RedisServer } from '../support/redis.ts';
-import { CLIENT_SECRET } from '../support/stack.ts';
-import type { TestCertificate, TlsTerminator } from '../support/tls.ts';
 import { logWritten } from '../support/wait.ts';
+import { CLIENT_SECRET, useWorld } from '../support/world.ts';
 
 /**
  * The deployable folder, as an operator runs it: built by `deploy:folder` into a temp dir, started
@@ -32,38 +28,30 @@ import { logWritten } from '../support/wait.ts';
  */
 const { SESSION_SECRET, TOKEN_ENCRYPTION_KEYS: KEY } = PRODUCTION_SECRETS;
 
+const world = useWorld({ brokers: { processes: 0 }, tls: true, publicUrl: PUBLIC_URL });
 let folder: DeployedFolder;
-let certificate: TestCertificate;
-let redis: RedisServer;
-let sandbox: RunningSandbox;
-let tls: TlsTerminator;
-let closeProvider: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  let provider: TlsProvider;
-  [folder, provider, redis] = await Promise.all([
-    buildDeployedFolder(),
-    startTlsProvider(),
-    RedisServer.start(),
-  ]);
-  ({ certificate, sandbox, tls, close: closeProvider } = provider);
+  folder = await buildDeployedFolder();
 }, 120_000);
 
 afterAll(async () => {
-  await closeProvider?.();
-  await redis?.[Symbol.asyncDispose]();
   await folder?.[Symbol.asyncDispose]();
 });
 
 const env = (): Record<string, string> =>
-  productionEnv({ providerUrl: tls.url, redisUrl: redis.url, caFile: certificate.certFile });
+  productionEnv({
+    providerUrl: world.providerUrl,
+    redisUrl: world.redis.url,
+    caFile: world.tls.certificate.certFile,
+  });
 
 describe('the deployable folder in production', () => {
   it('runs the whole flow over https: start, approve, callback, POST /session, proxied users.me', async () => {
     await using broker = await DeployedBroker.start(folder.dir, env());
-    const client = new BalancedClient(broker.url, certificate.cert);
+    const client = new BalancedClient(broker.url, world.tls.certificate.cert);
     try {
-      const session = await productionFlow(client, sandbox, tls.url);
+      const session = await productionFlow(client, world.sandbox, world.providerUrl);
 
       // The operator CLI ships in the folder too, and runs on the same environment.
       const { stdout } = await promisify(execFile)(
@@ -104,7 +92,7 @@ describe('the deployable folder in production', () => {
     const run = runDeployed(folder.dir, {
       ...env(),
       PUBLIC_URL: 'http://broker.baton.test',
-      API_URL_ALLOWLIST: sandbox.url,
+      API_URL_ALLOWLIST: world.sandbox.url,
     });
     expect(await run.exited).toBe(1);
     const output = run.lines.join('\n');

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callApi, Client, connectVia } from '../support/client.ts';
 import { BrokerProcess } from '../support/process.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
-import { useBrokerWorld } from '../support/broker-world.ts';
+import { useWorld } from '../support/world.ts';
 import { until } from '../support/wait.ts';
 
 /**
@@ -25,7 +25,7 @@ interface Span {
 /** What an OTLP/HTTP collector was sent: every span, and the raw bodies. */
 const collector = { spans: [] as Span[], bodies: [] as string[] };
 
-const world = useBrokerWorld(PUBLIC_URL);
+const world = useWorld({ brokers: { processes: 0 }, publicUrl: PUBLIC_URL });
 let server: Receiver;
 let endpoint: string;
 
@@ -54,7 +54,7 @@ const attribute = (span: Span, key: string): unknown => {
 describe('OpenTelemetry tracing (OTEL_*)', () => {
   it('one proxied call that refreshes is one trace, continuing the caller’s, with no secret in it', async () => {
     const broker = await BrokerProcess.start(
-      world.env({
+      world.freshEnv({
         OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
         OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
         OTEL_METRICS_EXPORTER: 'none',
@@ -137,7 +137,7 @@ describe('OpenTelemetry tracing (OTEL_*)', () => {
 
     await broker.stop();
     const exported = collector.bodies.join('\n');
-    const secrets = [...control.secrets(), session.token, world.env()['CLIENT_SECRET'] ?? ''];
+    const secrets = [...control.secrets(), session.token, world.freshEnv()['CLIENT_SECRET'] ?? ''];
     expect(secrets.length).toBeGreaterThan(3);
     for (const secret of secrets.filter((each) => each.length > 8))
       expect(exported).not.toContain(secret);
@@ -155,7 +155,7 @@ describe('OpenTelemetry tracing (OTEL_*)', () => {
     ],
   ])('%s', async (_name, extra, serverSpans) => {
     const broker = await BrokerProcess.start(
-      world.env({
+      world.freshEnv({
         OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
         OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
         OTEL_METRICS_EXPORTER: 'none',
@@ -181,7 +181,7 @@ describe('OpenTelemetry tracing (OTEL_*)', () => {
 
   it('is off without OTEL_*: nothing is exported', async () => {
     const sent = collector.bodies.length;
-    await using broker = await BrokerProcess.start(world.env());
+    await using broker = await BrokerProcess.start(world.freshEnv());
     const client = new Client({ publicUrl: PUBLIC_URL, instances: [broker.url] });
     world.sandbox.sandbox.control.setConsent({ mode: 'approve', licenseId: LICENSE });
     const session = await connectVia(client, { start: 0, callback: 0, redeem: 0 });

@@ -10,7 +10,7 @@ import {
   type ExtensionBrowser,
   type UiPage,
 } from '../support/browsers.ts';
-import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';
+import { startWorld, type World } from '../support/world.ts';
 import { serveIntegratorPages, type IntegratorPages } from '../support/integrator-page.ts';
 import { logWritten } from '../support/wait.ts';
 
@@ -32,18 +32,21 @@ const UNLISTED = '127.0.0.2';
 const probe = (name: string) => `[data-testid="baton-e2e"] [data-testid="${name}"]`;
 const DONE = '[data-testid="baton-e2e"][data-state="done"]';
 
-let stack: E2eStack;
+let world: World;
 let pages: IntegratorPages;
 
 beforeAll(async () => {
   await mkdir(shots, { recursive: true });
-  stack = await startE2eStack(port);
+  world = await startWorld({
+    brokers: { processes: 1, ports: [port] },
+    extensionRedirectUrls: null,
+  });
   pages = await serveIntegratorPages([LISTED, UNLISTED]);
 });
 
 afterAll(async () => {
   await pages?.[Symbol.asyncDispose]();
-  await stack?.close();
+  await world?.close();
 });
 
 describe.each([
@@ -64,7 +67,7 @@ describe.each([
     if (context.task.result?.state !== 'fail') return;
     await writeFile(
       join(shots, `FAILED-${name}-${context.task.name.replace(/\W+/g, '-').slice(0, 50)}.log`),
-      [...browser.console, '--- broker ---', ...stack.broker.lines].join('\n'),
+      [...browser.console, '--- broker ---', ...world.processes[0]!.lines].join('\n'),
     );
   });
 
@@ -92,7 +95,7 @@ describe.each([
   it('a listed page shows users.me fetched through the background, and nothing secret', async () => {
     const window = await browser.authWindow(
       () => popup.click('[data-testid="connect-button"]'),
-      stack.sandbox.url,
+      world.sandbox.url,
     );
     await window.waitFor('#email');
     await window.fill('#email', 'lotte.vermeulen@example.be');
@@ -127,7 +130,7 @@ describe.each([
 
     // Nothing secret in the page: its DOM, its storage, its cookies.
     const token = await sessionToken();
-    const secrets = [token, ...stack.sandbox.sandbox.control.secrets()];
+    const secrets = [token, ...world.sandbox.sandbox.control.secrets()];
     expect(secrets.length).toBeGreaterThan(2);
     const exposed = await page.evaluate<string>(`JSON.stringify({
       dom: document.documentElement.outerHTML,
@@ -142,8 +145,8 @@ describe.each([
 
   it('a page on an origin not listed gets nothing, and the broker is never asked', async () => {
     expect(connectionId).not.toBe('');
-    await logWritten(stack.broker);
-    const before = stack.broker.lines.length;
+    await logWritten(world.processes[0]!);
+    const before = world.processes[0]!.lines.length;
 
     const page = await integratorPage(UNLISTED, `connection=${encodeURIComponent(connectionId)}`);
     await page.screenshot(join(shots, `${name}-unlisted.png`));
@@ -155,8 +158,8 @@ describe.each([
     expect(await page.evaluate<string>('document.documentElement.outerHTML')).not.toContain(
       'Lotte',
     );
-    await logWritten(stack.broker);
-    expect(stack.broker.lines.slice(before).join('\n')).not.toContain('/connections');
+    await logWritten(world.processes[0]!);
+    expect(world.processes[0]!.lines.slice(before).join('\n')).not.toContain('/connections');
     await page.close();
   });
 

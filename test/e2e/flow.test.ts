@@ -11,7 +11,7 @@ import {
   type ExtensionBrowser,
   type UiPage,
 } from '../support/browsers.ts';
-import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';
+import { startWorld, type World } from '../support/world.ts';
 import { dumpRedis } from '../support/leaks.ts';
 import { until } from '../support/wait.ts';
 
@@ -36,7 +36,7 @@ describe.each([
   { name: 'chromium', launch: () => launchChromium(output('chrome-mv3')) },
   { name: 'firefox', launch: () => launchFirefox(output('firefox-mv3'), DEV_FIREFOX_GECKO_ID) },
 ])('in $name', ({ name, launch }) => {
-  let stack: E2eStack;
+  let world: World;
   let browser: ExtensionBrowser;
   let popup: UiPage;
   const shots = join(resultsRoot, name);
@@ -50,7 +50,10 @@ describe.each([
   beforeAll(async () => {
     await mkdir(shots, { recursive: true });
     console.log(`[e2e] ${name} screenshots: ${shots}`);
-    stack = await startE2eStack(port);
+    world = await startWorld({
+      brokers: { processes: 1, ports: [port] },
+      extensionRedirectUrls: null,
+    });
     browser = await launch();
     popup = await browser.openPopup();
     await popup.waitFor('[data-testid="connect-button"]');
@@ -62,16 +65,16 @@ describe.each([
     await popup.screenshot(join(shots, `FAILED-${label}.png`)).catch(() => {});
     await writeFile(
       join(shots, `FAILED-${label}.log`),
-      [...browser.console, '--- broker ---', ...stack.broker.lines].join('\n'),
+      [...browser.console, '--- broker ---', ...world.processes[0]!.lines].join('\n'),
     );
   });
 
   afterAll(async () => {
     await browser?.close();
-    await stack?.close();
+    await world?.close();
   });
 
-  const sandbox = () => stack.sandbox.sandbox.control;
+  const sandbox = () => world.sandbox.sandbox.control;
 
   /** Press a button that starts the flow and go through the sandbox's real pages. */
   async function authorizeThrough(
@@ -79,7 +82,7 @@ describe.each([
     licenseId: string,
     decision: 'authorize' | 'deny' = 'authorize',
   ) {
-    const window = await browser.authWindow(() => popup.click(button), stack.sandbox.url);
+    const window = await browser.authWindow(() => popup.click(button), world.sandbox.url);
     await window.waitFor('#email');
     await window.fill('#email', ACCOUNT);
     await window.fill('#password', DEMO_PASSWORD);
@@ -165,7 +168,7 @@ describe.each([
 
   it('says so when the user denies access, and stores nothing', async () => {
     await connected(FIRST, SECOND);
-    const keysBefore = (await dumpRedis(stack.redis.url)).filter((line) =>
+    const keysBefore = (await dumpRedis(world.redis.url)).filter((line) =>
       line.includes(':connection:'),
     );
     const exchanges = sandbox().counters().code_exchanges;
@@ -180,7 +183,7 @@ describe.each([
     );
     await shot('access-denied');
     expect(sandbox().counters().code_exchanges).toBe(exchanges);
-    const keysAfter = (await dumpRedis(stack.redis.url)).filter((line) =>
+    const keysAfter = (await dumpRedis(world.redis.url)).filter((line) =>
       line.includes(':connection:'),
     );
     expect(keysAfter.length).toBe(keysBefore.length);
@@ -276,11 +279,11 @@ describe.each([
     await popup.click('[data-testid="sign-out-button"]');
     await popup.waitFor('[data-testid="signed-out"]');
     await shot('signed-out-again');
-    const connections = await fetch(`${stack.broker.url}/connections`, {
+    const connections = await fetch(`${world.processes[0]!.url}/connections`, {
       headers: { authorization: `Bearer ${token}` },
     });
     expect(connections.status).toBe(401);
-    expect((await dumpRedis(stack.redis.url)).filter((line) => line.includes(sid))).toEqual([]);
+    expect((await dumpRedis(world.redis.url)).filter((line) => line.includes(sid))).toEqual([]);
     expect(await sessionToken()).toBeUndefined();
   });
 });

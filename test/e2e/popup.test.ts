@@ -12,7 +12,7 @@ import {
   type LaunchOptions,
   type UiPage,
 } from '../support/browsers.ts';
-import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';
+import { startWorld, type World } from '../support/world.ts';
 import { signInAtSandbox } from '../support/sandbox-sign-in.ts';
 import { until } from '../support/wait.ts';
 
@@ -50,17 +50,20 @@ const BROWSERS = [
 ] as const;
 
 /**
- * Each browser gets a stack of its own (Redis, the sandbox, the broker): the broker allows 60
+ * Each browser gets a world of its own (Redis, the sandbox, the broker): the broker allows 60
  * requests a minute under /auth from one address, and these tests sign in a dozen times.
  */
-let stack: E2eStack;
+let world: World;
 function ownStack(): void {
   beforeAll(async () => {
     await mkdir(resultsRoot, { recursive: true });
-    stack = await startE2eStack(port);
+    world = await startWorld({
+      brokers: { processes: 1, ports: [port] },
+      extensionRedirectUrls: null,
+    });
   });
   afterAll(async () => {
-    await stack?.close();
+    await world?.close();
   });
 }
 
@@ -100,7 +103,7 @@ describe.each(BROWSERS)('in $name', ({ name, launch }) => {
     await popup.screenshot(join(resultsRoot, `FAILED-${label}.png`)).catch(() => {});
     await writeFile(
       join(resultsRoot, `FAILED-${label}.log`),
-      [...browser.console, '--- broker ---', ...stack.broker.lines].join('\n'),
+      [...browser.console, '--- broker ---', ...world.processes[0]!.lines].join('\n'),
     );
   });
 
@@ -109,7 +112,7 @@ describe.each(BROWSERS)('in $name', ({ name, launch }) => {
     await rm(profile, { recursive: true, force: true });
   });
 
-  const sandbox = () => stack.sandbox.sandbox.control;
+  const sandbox = () => world.sandbox.sandbox.control;
 
   /** Signed out, the sandbox reset. */
   async function signedOut(): Promise<void> {
@@ -124,7 +127,7 @@ describe.each(BROWSERS)('in $name', ({ name, launch }) => {
   async function connected(...licenses: string[]): Promise<void> {
     await signedOut();
     for (const [index, licenseId] of licenses.entries()) {
-      await signInAtSandbox(browser, popup, stack.sandbox.url, { licenseId });
+      await signInAtSandbox(browser, popup, world.sandbox.url, { licenseId });
       await until(async () => (await popup.count(card(undefined, 'connected'))) === index + 1, {
         deadlineMs: 30_000,
         what: `license ${licenseId} to show as connected`,
@@ -185,7 +188,7 @@ describe.each(BROWSERS)('in $name', ({ name, launch }) => {
     await connected(FIRST);
     const window = await browser.authWindow(
       () => popup.click('[data-testid="connect-button"]'),
-      stack.sandbox.url,
+      world.sandbox.url,
     );
     await popup.waitFor(status('connecting'));
     await expectAccessible(popup, `${name}: connecting`);
@@ -193,7 +196,7 @@ describe.each(BROWSERS)('in $name', ({ name, launch }) => {
     await popup.waitFor(status('cancelled'));
     await expectAccessible(popup, `${name}: sign-in window closed`);
 
-    await signInAtSandbox(browser, popup, stack.sandbox.url, { licenseId: SECOND });
+    await signInAtSandbox(browser, popup, world.sandbox.url, { licenseId: SECOND });
     await until(async () => (await popup.count(card(undefined, 'connected'))) === 2, {
       what: 'both licenses to show',
     });
@@ -259,7 +262,7 @@ describe.each(BROWSERS)('in $name', ({ name, launch }) => {
 
   it('a denied sign-in: the status line reads its message, not its buttons', async () => {
     await connected(FIRST);
-    await signInAtSandbox(browser, popup, stack.sandbox.url, {
+    await signInAtSandbox(browser, popup, world.sandbox.url, {
       licenseId: FIRST,
       decision: 'deny',
     });
@@ -299,7 +302,7 @@ describe.each(BROWSERS)('in $name', ({ name, launch }) => {
   it('after a browser restart, shows the licenses it knew at once, even with the broker down, and refreshes them in place', async () => {
     await connected(FIRST, SECOND);
     await browser.close();
-    const stopped = await stack.stopBroker();
+    await world.processes[0]!.stop();
     browser = await launch({ profile });
     popup = await browser.openPopup();
 
@@ -314,7 +317,7 @@ describe.each(BROWSERS)('in $name', ({ name, launch }) => {
     expect(await popup.count(card())).toBe(2);
     await expectAccessible(popup, `${name}: after a restart, the broker down`);
 
-    await stopped.start();
+    await world.restartProcess(0);
     await popup.click('[data-testid="retry-button"]');
     // Refreshed (the status line idle, nothing loading: one check, as loading is idle too).
     await popup.waitFor(`body:has(${status('idle')}):not(:has([aria-busy="true"]))`);
@@ -332,7 +335,7 @@ describe.each(['fr', 'nl'] as const)('in %s', (locale) => {
         await popup.waitFor(`html[lang^="${locale}"] [data-testid="connect-button"]`);
         await expectAccessible(popup, `${name}, ${locale}: signed out`);
 
-        await signInAtSandbox(browser, popup, stack.sandbox.url, { licenseId: SECOND });
+        await signInAtSandbox(browser, popup, world.sandbox.url, { licenseId: SECOND });
         await popup.waitFor(card(undefined, 'connected'));
         await popup.waitForGone('[aria-busy="true"]');
         await popup.click('[data-testid="details-toggle"]');

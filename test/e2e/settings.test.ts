@@ -18,7 +18,7 @@ import {
   writeChromiumPolicy,
   type FreshExtension,
 } from '../support/chromium-policy.ts';
-import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';
+import { startWorld, type World } from '../support/world.ts';
 import { freePort } from '../support/ports.ts';
 import type { BrokerProcess } from '../support/process.ts';
 import { logWritten } from '../support/wait.ts';
@@ -54,7 +54,7 @@ const REFUSED = {
 
 const status = (state: string) => `[data-testid="status"][data-state="${state}"]`;
 
-let stack: E2eStack;
+let world: World;
 let refusing: BrokerProcess;
 let other: BrokerProcess;
 /** The port of the broker Chromium's policy names (started for that extension's own id). */
@@ -64,15 +64,22 @@ beforeAll(async () => {
   await mkdir(shots, { recursive: true });
   const [refusingPort, otherPort] = [await freePort(), await freePort()];
   policyPort = await freePort();
-  stack = await startE2eStack(port, [otherPort, policyPort]);
-  refusing = await stack.startBroker(refusingPort, SOMEONE_ELSE);
-  other = await stack.startBroker(otherPort);
+  world = await startWorld({
+    brokers: { processes: 1, ports: [port] },
+    callbackPorts: [otherPort, policyPort],
+    extensionRedirectUrls: null,
+  });
+  refusing = await world.startProcess({
+    PORT: String(refusingPort),
+    EXTENSION_REDIRECT_URLS: SOMEONE_ELSE,
+  });
+  other = await world.startProcess({ PORT: String(otherPort) });
 });
 
 afterAll(async () => {
   await refusing?.stop();
   await other?.stop();
-  await stack?.close();
+  await world?.close();
 });
 
 /** Refused at once: no sign-in window, the browser's redirect URL shown to pass on. */
@@ -115,13 +122,13 @@ describe.each([
 
       const window = await browser.authWindow(
         () => popup.click('[data-testid="connect-button"]'),
-        stack.sandbox.url,
+        world.sandbox.url,
       );
       await window.waitFor(`html[lang="${locale}"]`);
       // A broken link into the broker while a sign-in is in progress. Firefox shows the broker's
       // page in the sign-in window; Chromium closes that window on an error page (the popup then
       // says the page failed), so there the page is met in a tab of the same browser.
-      const brokenLink = `${stack.broker.url}/auth/start`;
+      const brokenLink = `${world.processes[0]!.url}/auth/start`;
       let page = window;
       if (name === 'firefox') await window.goto(brokenLink);
       else page = await browser.openUrl(brokenLink);
@@ -167,7 +174,7 @@ describe('in firefox, with the organisation’s policy (a managed-storage manife
       await popup.waitFor('[data-testid="connect-button"]');
       const window = await browser.authWindow(
         () => popup.click('[data-testid="connect-button"]'),
-        stack.sandbox.url,
+        world.sandbox.url,
       );
       await window.waitFor('html[lang="nl"]');
       await window.fill('#email', 'lotte.vermeulen@example.be');
@@ -180,9 +187,9 @@ describe('in firefox, with the organisation’s policy (a managed-storage manife
       await window.click('#authorize').catch(() => undefined);
       await popup.waitFor('[data-testid="connection-card"][data-status="connected"]');
       // The organisation's broker ran the flow; the build's never saw it.
-      await Promise.all([logWritten(other), logWritten(stack.broker)]);
+      await Promise.all([logWritten(other), logWritten(world.processes[0]!)]);
       expect(other.lines.join('\n')).toContain('/auth/callback');
-      expect(stack.broker.lines.join('\n')).not.toContain('/auth/callback');
+      expect(world.processes[0]!.lines.join('\n')).not.toContain('/auth/callback');
     } finally {
       await browser.close();
     }
@@ -221,7 +228,7 @@ describe('in firefox, with the organisation’s policy (a managed-storage manife
 
         // The background refuses a change however it is asked.
         const reply = await options.evaluate<unknown>(
-          `browser.runtime.sendMessage({ type: 'settings.save', data: { brokerUrl: ${JSON.stringify(stack.broker.url)} } })`,
+          `browser.runtime.sendMessage({ type: 'settings.save', data: { brokerUrl: ${JSON.stringify(world.processes[0]!.url)} } })`,
         );
         expect(reply).toEqual({ ok: true, value: { ok: false, problem: 'managed' } });
 
@@ -247,7 +254,10 @@ describe(`in chromium, with the organisation’s policy (a file in ${CHROMIUM_PO
 
   beforeAll(async () => {
     extension = await freshExtension(output('chrome-mv3'));
-    managedBroker = await stack.startBroker(policyPort, extension.redirectUrl);
+    managedBroker = await world.startProcess({
+      PORT: String(policyPort),
+      EXTENSION_REDIRECT_URLS: extension.redirectUrl,
+    });
   });
 
   afterAll(async () => {
@@ -274,7 +284,7 @@ describe(`in chromium, with the organisation’s policy (a file in ${CHROMIUM_PO
       });
       const window = await browser.authWindow(
         () => popup.click('[data-testid="connect-button"]'),
-        stack.sandbox.url,
+        world.sandbox.url,
       );
       await window.waitFor('html[lang="fr"]');
       await window.fill('#email', 'lotte.vermeulen@example.be');
@@ -288,9 +298,9 @@ describe(`in chromium, with the organisation’s policy (a file in ${CHROMIUM_PO
       await popup.waitFor('[data-testid="connection-card"][data-status="connected"]');
       await popup.screenshot(join(shots, 'chromium-managed-connected.png'));
       // The organisation's broker ran the flow; the build's never saw it.
-      await Promise.all([logWritten(managedBroker), logWritten(stack.broker)]);
+      await Promise.all([logWritten(managedBroker), logWritten(world.processes[0]!)]);
       expect(managedBroker.lines.join('\n')).toContain('/auth/callback');
-      expect(stack.broker.lines.join('\n')).not.toContain('/auth/callback');
+      expect(world.processes[0]!.lines.join('\n')).not.toContain('/auth/callback');
     } finally {
       await browser.close();
       await policies.pop()?.[Symbol.asyncDispose]();
@@ -318,7 +328,7 @@ describe(`in chromium, with the organisation’s policy (a file in ${CHROMIUM_PO
 
       // The background refuses a change however it is asked.
       const reply = await options.evaluate<unknown>(
-        `chrome.runtime.sendMessage({ type: 'settings.save', data: { brokerUrl: ${JSON.stringify(stack.broker.url)} } })`,
+        `chrome.runtime.sendMessage({ type: 'settings.save', data: { brokerUrl: ${JSON.stringify(world.processes[0]!.url)} } })`,
       );
       expect(reply).toEqual({ ok: true, value: { ok: false, problem: 'managed' } });
 

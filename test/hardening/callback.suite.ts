@@ -1,20 +1,20 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { consent, startAuth, type Client } from '../support/client.ts';
 import { added, stored } from '../support/inspect.ts';
-import { EXTENSION_REDIRECT } from '../support/stack.ts';
-import { verdict, world } from './world.ts';
+import { EXTENSION_REDIRECT } from '../support/world.ts';
+import { verdict, suite } from './shared.ts';
 
 const LICENSE = 'lic-1001';
 const INVALID_API_URL = `${EXTENSION_REDIRECT}?error=invalid_api_url`;
 const INVALID_STATE = `${EXTENSION_REDIRECT}?error=invalid_state`;
 
 const tokenRequests = () =>
-  world.cluster.control.requests().filter((request) => request.target === 'token').length;
+  suite.cluster.control.requests().filter((request) => request.target === 'token').length;
 
 type Mutation = (callback: URL) => void;
 /** `{S}` the sandbox origin, `{SP}` its port, `{A}`/`{AP}` the attacker's, `{P}` a license path, `{L}` `{S}{P}`. */
 function expand(template: string): string {
-  const { sandbox, attacker } = world.cluster;
+  const { sandbox, attacker } = suite.cluster;
   return template
     .replaceAll('{L}', '{S}{P}')
     .replaceAll('{SP}', String(sandbox.port))
@@ -153,7 +153,7 @@ function apiUrlCases(): [string, Mutation][] {
 
 /** One authorization across the cluster with the callback changed by `mutate`. */
 async function probe(index: number, mutate: Mutation, client?: Client) {
-  const { cluster } = world;
+  const { cluster } = suite;
   const own = client ?? cluster.client();
   const attackerBefore = cluster.attacker.connections;
   const before = await stored(cluster.redis.url);
@@ -178,8 +178,8 @@ async function probe(index: number, mutate: Mutation, client?: Client) {
 export function describeCallback(): void {
   describe('hostile api_url at the callback (state and code valid)', () => {
     beforeEach(() => {
-      world.cluster.control.reset();
-      world.cluster.control.setConsent({ mode: 'approve', licenseId: LICENSE });
+      suite.cluster.control.reset();
+      suite.cluster.control.setConsent({ mode: 'approve', licenseId: LICENSE });
     });
 
     it('the unmodified callback exchanges once, whichever instance answers (the harness can tell)', async () => {
@@ -210,8 +210,8 @@ export function describeCallback(): void {
 
   describe('hostile state at the callback, across instances', () => {
     beforeEach(() => {
-      world.cluster.control.reset();
-      world.cluster.control.setConsent({ mode: 'approve', licenseId: LICENSE });
+      suite.cluster.control.reset();
+      suite.cluster.control.setConsent({ mode: 'approve', licenseId: LICENSE });
     });
 
     const mutations: [string, Mutation][] = [
@@ -262,7 +262,7 @@ export function describeCallback(): void {
     );
 
     it('from another browser session: invalid_state, and the victim can still finish its own flow', async () => {
-      const { cluster } = world;
+      const { cluster } = suite;
       const victim = cluster.client();
       const attacker = cluster.client();
       try {
@@ -284,7 +284,7 @@ export function describeCallback(): void {
     });
 
     it("with another browser's cookie: invalid_state, no exchange", async () => {
-      const { cluster } = world;
+      const { cluster } = suite;
       const victim = cluster.client();
       const attacker = cluster.client();
       try {
@@ -307,7 +307,7 @@ export function describeCallback(): void {
       ['with a forged, unsigned cookie', 'baton.auth=s%3Aforged.signature'],
       ['with a cookie signed by nobody', 'baton.auth=s%3AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA.xyz'],
     ])('%s: a 400 page, no exchange', async (name, cookie) => {
-      const { cluster } = world;
+      const { cluster } = suite;
       const client = cluster.client();
       try {
         const callback = await consent(await startAuth(client, 0));
@@ -326,7 +326,7 @@ export function describeCallback(): void {
     });
 
     it('replayed on another instance after it succeeded: invalid_state, one exchange in all', async () => {
-      const client = world.cluster.client();
+      const client = suite.cluster.client();
       try {
         const flow = await startAuth(client, 0);
         await startAuth(client, 0);
@@ -347,8 +347,8 @@ export function describeCallback(): void {
     });
 
     it('fired at all three instances at once (nine times): exactly one exchange and one handoff', async () => {
-      const client = world.cluster.client();
-      const before = await stored(world.cluster.redis.url);
+      const client = suite.cluster.client();
+      const before = await stored(suite.cluster.redis.url);
       try {
         const flow = await startAuth(client, 0);
         const callback = await consent(flow);
@@ -356,7 +356,7 @@ export function describeCallback(): void {
           Array.from({ length: 9 }, (_, index) => client.navigate(callback, index % 3)),
         );
         const handoffs = results.filter(({ final }) => final.searchParams.has('handoff'));
-        const after = await stored(world.cluster.redis.url);
+        const after = await stored(suite.cluster.redis.url);
         verdict('state: nine concurrent callbacks across instances', {
           'exactly one handoff': handoffs.length === 1,
           'exactly one exchange': tokenRequests() === 1,
@@ -368,7 +368,7 @@ export function describeCallback(): void {
     });
 
     it('after 10 minutes (injected clock, three instances): no exchange', async () => {
-      const { trio } = world;
+      const { trio } = suite;
       trio.control.reset();
       trio.control.setConsent({ mode: 'approve', licenseId: LICENSE });
       const client = trio.client();

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { callApi, connectVia, type Client, type Connected } from '../support/client.ts';
 import { storedConnection } from '../support/inspect.ts';
 import { expectSurvivors } from './survivors.suite.ts';
-import { ledger, world } from './world.ts';
+import { ledger, suite } from './shared.ts';
 
 const readiness = (client: Client) =>
   Promise.all(
@@ -16,7 +16,7 @@ const readiness = (client: Client) =>
 export function describeKeyRotation(): void {
   describe('encryption key rotation (rolling restarts of the three processes)', () => {
     it('records sealed under key A keep working once B is active with A kept, are rewritten under B; without A the brokers refuse to be ready and disconnect no one', async () => {
-      const { cluster } = world;
+      const { cluster } = suite;
       const client = cluster.client();
       const A = `a:${cluster.keyA}`;
       const B = `b:${cluster.keyB}`;

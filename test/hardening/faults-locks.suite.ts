@@ -3,18 +3,18 @@ import { callApi, connectVia, type Client, type Connected } from '../support/cli
 import { refreshLock, storedConnection } from '../support/inspect.ts';
 import { timed, until } from '../support/wait.ts';
 import { expectSurvivors } from './survivors.suite.ts';
-import { ledger, world } from './world.ts';
+import { ledger, suite } from './shared.ts';
 
 const LICENSE = 'lic-1002';
 /** The cluster's TOKEN_TIMEOUT_MS + REFRESH_LEASE_MS: the longest a caller may wait for a lock. */
 const WAIT_BUDGET_MS = 1_500 + 3_000 + 1_000;
 
 const tokenRequests = () =>
-  world.cluster.control.requests().filter((request) => request.target === 'token');
+  suite.cluster.control.requests().filter((request) => request.target === 'token');
 
 /** The access token the sandbox issued last: the one a correct broker now holds. */
 const newestAccessToken = () =>
-  world.cluster.control.secrets().findLast((secret) => secret.startsWith('sbx_at_'));
+  suite.cluster.control.secrets().findLast((secret) => secret.startsWith('sbx_at_'));
 
 export function describeLockFaults(): void {
   describe('a refresh holder that dies or stalls (three processes, real leases)', () => {
@@ -23,7 +23,7 @@ export function describeLockFaults(): void {
     let versionBefore: number;
 
     beforeEach(async () => {
-      const { cluster } = world;
+      const { cluster } = suite;
       client = cluster.client();
       cluster.control.clearFaults();
       cluster.control.setConsent({ mode: 'approve', licenseId: LICENSE });
@@ -55,12 +55,12 @@ export function describeLockFaults(): void {
         () => 0,
       );
       await until(() => tokenRequests().length === 1, { what: 'the refresh to reach the sandbox' });
-      expect(await refreshLock(world.cluster.redis.url, session)).not.toBeNull();
+      expect(await refreshLock(suite.cluster.redis.url, session)).not.toBeNull();
       return { held };
     }
 
     it('SIGKILLed while its refresh is in flight: the others wait out its lease, exactly one refresh follows, every call succeeds', async () => {
-      const { cluster } = world;
+      const { cluster } = suite;
       const { held } = await holderOnInstanceZero();
       await cluster.brokers[0]!.stop('SIGKILL');
       ledger.fault('broker SIGKILLed mid-refresh');
@@ -82,7 +82,7 @@ export function describeLockFaults(): void {
     });
 
     it('SIGSTOPped past its lease and resumed: one refresh by another instance, the stale holder overwrites nothing, and the next rotation is not held back', async () => {
-      const { cluster } = world;
+      const { cluster } = suite;
       const { held } = await holderOnInstanceZero();
       cluster.brokers[0]!.signal('SIGSTOP');
       ledger.fault('broker SIGSTOPped past its lease');

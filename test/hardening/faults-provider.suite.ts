@@ -4,7 +4,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { callApi, connectVia, type Client, type Connected } from '../support/client.ts';
 import { timed } from '../support/wait.ts';
 import { expectSurvivors } from './survivors.suite.ts';
-import { ledger, world } from './world.ts';
+import { ledger, suite } from './shared.ts';
 
 const HOUR = 3_600_000;
 
@@ -26,16 +26,16 @@ export function describeProviderFaults(): void {
   describe('provider faults on refresh (three instances on an injected clock)', () => {
     let client: Client;
     beforeEach(() => {
-      client = world.trio.client();
-      world.trio.control.clearFaults();
+      client = suite.trio.client();
+      suite.trio.control.clearFaults();
       return () => client.close();
     });
 
     /** A fresh connection of `licenseId`, with the sandbox's counters at zero after it. */
     async function fresh(licenseId: string): Promise<Connected> {
-      world.trio.control.setConsent({ mode: 'approve', licenseId });
+      suite.trio.control.setConsent({ mode: 'approve', licenseId });
       const session = await connectVia(client);
-      world.trio.control.reset();
+      suite.trio.control.reset();
       return session;
     }
 
@@ -57,7 +57,7 @@ export function describeProviderFaults(): void {
     ])(
       'provider %s for ten minutes: connected throughout, 503 with Retry-After, back-off bounds the calls, all recover',
       async (name, fault) => {
-        const { trio } = world;
+        const { trio } = suite;
         const session = await fresh('lic-1001');
         trio.control.addFault({ ...fault, licenseId: 'lic-1001' });
         ledger.fault(`provider ${name} on refresh`);
@@ -92,7 +92,7 @@ export function describeProviderFaults(): void {
     );
 
     it('a lost refresh response (rotated, then the connection dropped): at most two provider calls across the instances, then disconnected with a reason, and never a loop', async () => {
-      const { trio } = world;
+      const { trio } = suite;
       const session = await fresh('lic-2001');
       trio.control.addFault({ kind: 'drop_after_rotate', licenseId: 'lic-2001', count: 1 });
       ledger.fault('lost refresh response');
@@ -118,7 +118,7 @@ export function describeProviderFaults(): void {
     });
 
     it('a token endpoint slower than the lock lease: the holder gives up within its timeout, no second refresh runs meanwhile, and the next rotation is exactly one refresh', async () => {
-      const { trio } = world;
+      const { trio } = suite;
       const session = await fresh('lic-1002');
       trio.control.addFault({
         kind: 'latency',
@@ -151,13 +151,13 @@ export function describeProviderFaults(): void {
   describe('provider faults on refresh (three processes)', () => {
     let client: Client;
     beforeEach(() => {
-      client = world.cluster.client();
-      world.cluster.control.clearFaults();
+      client = suite.cluster.client();
+      suite.cluster.control.clearFaults();
       return () => client.close();
     });
 
     it('the provider rejects the refresh: disconnected after exactly one attempt, with 30 calls on three instances, and no call to the provider after', async () => {
-      const { cluster } = world;
+      const { cluster } = suite;
       cluster.control.setConsent({ mode: 'approve', licenseId: 'lic-1001' });
       const session = await connectVia(client);
       cluster.control.reset();
@@ -192,7 +192,7 @@ export function describeProviderFaults(): void {
     });
 
     it('the upstream API answers 401 forever: per request at most one refresh and two upstream calls, and the connection stays', async () => {
-      const { cluster } = world;
+      const { cluster } = suite;
       cluster.control.setConsent({ mode: 'approve', licenseId: 'lic-2001' });
       const session = await connectVia(client);
       cluster.control.reset();

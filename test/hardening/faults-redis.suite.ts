@@ -10,10 +10,10 @@ import {
   type Connected,
 } from '../support/client.ts';
 import { stored, storedConnection } from '../support/inspect.ts';
-import { EXTENSION_REDIRECT } from '../support/stack.ts';
+import { EXTENSION_REDIRECT } from '../support/world.ts';
 import { timed } from '../support/wait.ts';
 import { expectSurvivors } from './survivors.suite.ts';
-import { ledger, world } from './world.ts';
+import { ledger, suite } from './shared.ts';
 
 /** What a client of a broker without its store may get: a fast 503, Retry-After, no secrets. */
 const FAST_MS = 1_000;
@@ -27,7 +27,7 @@ const startPath = () =>
   }).toString()}`;
 
 const tokenRequests = () =>
-  world.cluster.control.requests().filter((request) => request.target === 'token').length;
+  suite.cluster.control.requests().filter((request) => request.target === 'token').length;
 
 export function describeRedisFaults(): void {
   describe('Redis faults (three processes, one Redis with appendonly)', () => {
@@ -35,26 +35,26 @@ export function describeRedisFaults(): void {
     const survivors: Record<string, Connected> = {};
 
     beforeAll(async () => {
-      client = world.cluster.client();
-      world.cluster.control.setConsent({ mode: 'approve', licenseId: 'lic-1001' });
+      client = suite.cluster.client();
+      suite.cluster.control.setConsent({ mode: 'approve', licenseId: 'lic-1001' });
       survivors['lic-1001'] = await connectVia(client, { start: 0, callback: 1, redeem: 2 });
-      world.cluster.control.setConsent({ mode: 'approve', licenseId: 'lic-2001' });
+      suite.cluster.control.setConsent({ mode: 'approve', licenseId: 'lic-2001' });
       survivors['lic-2001'] = await connectVia(client, { start: 2, callback: 0, redeem: 1 });
       return () => client.close();
     });
     beforeEach(() => {
-      world.cluster.control.reset();
-      world.cluster.control.setConsent({ mode: 'approve', licenseId: 'lic-1002' });
+      suite.cluster.control.reset();
+      suite.cluster.control.setConsent({ mode: 'approve', licenseId: 'lic-1002' });
     });
     afterEach(async () => {
       // Whatever a test did, Redis runs again before the next one.
-      world.cluster.redis.resume();
-      await world.cluster.redis.start();
-      await world.cluster.ready();
+      suite.cluster.redis.resume();
+      await suite.cluster.redis.start();
+      await suite.cluster.ready();
     });
 
     it('stopped: /auth/start, /auth/callback (with and without state) and the API answer fast 503s, never exchange, and all works again once Redis is back', async () => {
-      const { cluster } = world;
+      const { cluster } = suite;
       // A browser in the middle of an authorization when Redis goes away.
       const pending = await startAuth(client, 0);
       const pendingCallback = await consent(pending);
@@ -104,7 +104,7 @@ export function describeRedisFaults(): void {
     });
 
     it('killed (SIGKILL) and restarted from its append-only file: no session, connection or pending authorization lost', async () => {
-      const { cluster } = world;
+      const { cluster } = suite;
       const pending = await startAuth(client, 1);
       const pendingCallback = await consent(pending);
       const before = await stored(cluster.redis.url);
@@ -134,7 +134,7 @@ export function describeRedisFaults(): void {
     });
 
     it('frozen (SIGSTOP): every instance still answers within its budget, API calls from its cache only while the heartbeat vouched for it, and all works after SIGCONT', async () => {
-      const { cluster } = world;
+      const { cluster } = suite;
       cluster.redis.pause();
       ledger.fault('Redis frozen');
       try {
@@ -189,7 +189,7 @@ export function describeRedisFaults(): void {
     });
 
     it('stopped just as the provider rotated the refresh token: the new pair is stored once Redis is back, and the connection lives on', async () => {
-      const { cluster } = world;
+      const { cluster } = suite;
       // A license whose api_url goes through the gate, so its token answer can be held.
       const gated = await connectVia(client, {
         apiUrl: `${cluster.gate.origin}/licenses/lic-1002`,

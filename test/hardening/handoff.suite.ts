@@ -2,7 +2,7 @@ import { routes } from '@baton/shared';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { callApi, consent, redeemAt, startAuth, type Client } from '../support/client.ts';
 import { added, stored } from '../support/inspect.ts';
-import { verdict, world } from './world.ts';
+import { verdict, suite } from './shared.ts';
 
 /** A fresh handoff from a whole flow across the instances, not yet redeemed. */
 async function handoffFor(client: Client) {
@@ -19,21 +19,21 @@ export function describeHandoff(): void {
   describe('hostile redemptions of a handoff at POST /session', () => {
     let client: Client;
     beforeEach(async () => {
-      world.cluster.control.reset();
-      world.cluster.control.setConsent({ mode: 'approve', licenseId: 'lic-1001' });
-      client = world.cluster.client();
+      suite.cluster.control.reset();
+      suite.cluster.control.setConsent({ mode: 'approve', licenseId: 'lic-1001' });
+      client = suite.cluster.client();
       return () => client.close();
     });
 
     it('replayed on the other instances after it was redeemed: invalid_grant, one connection', async () => {
       const { handoff, verifier } = await handoffFor(client);
-      const before = await stored(world.cluster.redis.url);
+      const before = await stored(suite.cluster.redis.url);
       expect((await redeemAt(client, 0, handoff, verifier)).status).toBe(201);
       const replays = await Promise.all(
         [1, 2, 0].map((via) => redeemAt(client, via, handoff, verifier)),
       );
       const errors = await Promise.all(replays.map(errorOf));
-      const after = await stored(world.cluster.redis.url);
+      const after = await stored(suite.cluster.redis.url);
       verdict('handoff: replayed on every instance', {
         'every replay is invalid_grant': errors.every((error) => error === 'invalid_grant'),
         'one connection stored': added(before, after, ['connections']).length === 1,
@@ -48,11 +48,11 @@ export function describeHandoff(): void {
       '%s: invalid_grant, and the handoff is burnt for the right verifier too',
       async (name, wrong) => {
         const { handoff, verifier, challenge } = await handoffFor(client);
-        const before = await stored(world.cluster.redis.url);
+        const before = await stored(suite.cluster.redis.url);
         const first = await redeemAt(client, 1, handoff, wrong(challenge));
         const firstError = await errorOf(first);
         const right = await redeemAt(client, 2, handoff, verifier);
-        const after = await stored(world.cluster.redis.url);
+        const after = await stored(suite.cluster.redis.url);
         verdict(`handoff: ${name}`, {
           invalid_grant: first.status === 400 && firstError === 'invalid_grant',
           'burnt for the right verifier': right.status === 400,
@@ -64,9 +64,9 @@ export function describeHandoff(): void {
     it('a handoff of one flow with the verifier of another: invalid_grant', async () => {
       const one = await handoffFor(client);
       const two = await handoffFor(client);
-      const before = await stored(world.cluster.redis.url);
+      const before = await stored(suite.cluster.redis.url);
       const swapped = await redeemAt(client, 2, one.handoff, two.verifier);
-      const after = await stored(world.cluster.redis.url);
+      const after = await stored(suite.cluster.redis.url);
       verdict('handoff: swapped between two flows', {
         invalid_grant: (await errorOf(swapped)) === 'invalid_grant',
         'nothing stored': added(before, after).length === 0,
@@ -80,12 +80,12 @@ export function describeHandoff(): void {
 
     it('a GET instead of a POST (handoff and verifier in the URL): refused, redeems nothing', async () => {
       const { handoff, verifier } = await handoffFor(client);
-      const before = await stored(world.cluster.redis.url);
+      const before = await stored(suite.cluster.redis.url);
       const query = new URLSearchParams({ handoff, code_verifier: verifier }).toString();
       const answers = await Promise.all(
         [0, 1, 2].map((via) => client.fetch(`${routes.session}?${query}`, { via })),
       );
-      const after = await stored(world.cluster.redis.url);
+      const after = await stored(suite.cluster.redis.url);
       verdict('handoff: GET instead of POST', {
         'every GET is a 4xx': answers.every(
           (answer) => answer.status >= 400 && answer.status < 500,
@@ -128,14 +128,14 @@ export function describeHandoff(): void {
       ],
     ])('a body as %s: 400, nothing stored', async (name, type, body) => {
       const { handoff, verifier } = await handoffFor(client);
-      const before = await stored(world.cluster.redis.url);
+      const before = await stored(suite.cluster.redis.url);
       const response = await client.fetch(routes.session, {
         via: 1,
         method: 'POST',
         headers: { 'content-type': type },
         body: body(handoff, verifier),
       });
-      const after = await stored(world.cluster.redis.url);
+      const after = await stored(suite.cluster.redis.url);
       verdict(`handoff: body as ${name}`, {
         '400': response.status === 400,
         'nothing stored': added(before, after).length === 0,
@@ -144,13 +144,13 @@ export function describeHandoff(): void {
 
     it('20 parallel redemptions of one handoff across the instances: exactly one wins', async () => {
       const { handoff, verifier } = await handoffFor(client);
-      const before = await stored(world.cluster.redis.url);
+      const before = await stored(suite.cluster.redis.url);
       const answers = await Promise.all(
         Array.from({ length: 20 }, (_, index) => redeemAt(client, index % 3, handoff, verifier)),
       );
       const statuses = answers.map((answer) => answer.status);
       const winner = answers.find((answer) => answer.status === 201);
-      const after = await stored(world.cluster.redis.url);
+      const after = await stored(suite.cluster.redis.url);
       verdict('handoff: 20 parallel redemptions', {
         'exactly one 201': statuses.filter((status) => status === 201).length === 1,
         'nineteen 400': statuses.filter((status) => status === 400).length === 19,
@@ -169,7 +169,7 @@ export function describeHandoff(): void {
     });
 
     it('redeemed 60 s after it was issued, on another instance (injected clock): invalid_grant', async () => {
-      const { trio } = world;
+      const { trio } = suite;
       trio.control.setConsent({ mode: 'approve', licenseId: 'lic-1001' });
       const trioClient = trio.client();
       try {
@@ -190,7 +190,7 @@ export function describeHandoff(): void {
 
   describe('prototype keys and parameter pollution (brokers in this process, so the prototype can be checked)', () => {
     it('__proto__ and constructor keys in queries and bodies change nothing, and pollute nothing', async () => {
-      const { trio } = world;
+      const { trio } = suite;
       trio.control.reset();
       trio.control.setConsent({ mode: 'approve', licenseId: 'lic-1001' });
       const client = trio.client();
@@ -203,7 +203,7 @@ export function describeHandoff(): void {
           ['__proto__[polluted]', 'yes'],
           ['constructor[prototype][polluted]', 'yes'],
           ['__proto__.polluted', 'yes'],
-          ['__proto__[api_url]', `${world.cluster.attacker.origin}/licenses/lic-1001`],
+          ['__proto__[api_url]', `${suite.cluster.attacker.origin}/licenses/lic-1001`],
           ['__proto__[state]', 'x'],
         ] as const)
           callback.searchParams.append(name, value);
@@ -228,7 +228,7 @@ export function describeHandoff(): void {
           'the exchange went to the real api_url': trio.control
             .requests()
             .some((request) => request.target === 'token'),
-          'the attacker saw nothing': world.cluster.attacker.connections === 0,
+          'the attacker saw nothing': suite.cluster.attacker.connections === 0,
           'the session is created as usual': polluted.status === 201,
           'the call works as usual': call.status === 200,
           'Object.prototype is untouched':
@@ -244,7 +244,7 @@ export function describeHandoff(): void {
     });
 
     it('repeated code parameters at the callback: no exchange', async () => {
-      const { cluster } = world;
+      const { cluster } = suite;
       cluster.control.reset();
       cluster.control.setConsent({ mode: 'approve', licenseId: 'lic-1001' });
       const client = cluster.client();

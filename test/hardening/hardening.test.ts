@@ -11,7 +11,7 @@ import { describeProxy } from './proxy.suite.ts';
 import { describeRotations } from './rotations.suite.ts';
 import { describeStart } from './start.suite.ts';
 import { describeTokenAnswers } from './token-answers.suite.ts';
-import { ledger, startWorld, stopWorld, world } from './world.ts';
+import { ledger, startSuite, stopSuite, suite } from './shared.ts';
 
 /**
  * Baton's hardening suite: it attacks the broker, breaks its dependencies and runs it as several
@@ -19,11 +19,11 @@ import { ledger, startWorld, stopWorld, world } from './world.ts';
  * threat or fault has its own `*.suite.ts` module, run from here and nowhere else.
  */
 beforeAll(async () => {
-  await startWorld();
+  await startSuite();
 });
 
 afterAll(async () => {
-  await stopWorld();
+  await stopSuite();
 });
 
 describeCallback();
@@ -40,14 +40,14 @@ describeKeyRotation();
 describe('at the end of the suite', () => {
   it('no hostile input was accepted, no attacker was contacted, no connection was lost', () => {
     expect(ledger.hostileTried).toBeGreaterThan(0);
-    expect(world.cluster.attacker.connections).toBe(0);
+    expect(suite.cluster.attacker.connections).toBe(0);
     expect(ledger.accepted).toEqual([]);
     expect(ledger.lost).toEqual([]);
   });
 
   it('the sandbox only ever saw its own host, and paths under an api_url', () => {
-    const requests = world.cluster.everyUpstreamRequest();
-    const host = new URL(world.cluster.sandbox.url).host;
+    const requests = suite.cluster.everyUpstreamRequest();
+    const host = new URL(suite.cluster.sandbox.url).host;
     expect(requests.length).toBeGreaterThan(10_000);
     expect(requests.filter((request) => request.host !== host)).toEqual([]);
     expect(
@@ -60,13 +60,13 @@ describe('at the end of the suite', () => {
   });
 
   it('every key in every Redis carries a TTL', async () => {
-    expect(await keysWithoutTtl(world.cluster.redis.url)).toEqual([]);
-    expect(await keysWithoutTtl(world.trio.redis.url)).toEqual([]);
+    expect(await keysWithoutTtl(suite.cluster.redis.url)).toEqual([]);
+    expect(await keysWithoutTtl(suite.trio.redis.url)).toEqual([]);
   });
 
   it('no canary (client secret, code, token) is in any captured log line or Redis value', async () => {
     // The cluster's brokers are still running: what they last logged must be out to be read.
-    await Promise.all(world.cluster.brokers.map(logWritten));
+    await Promise.all(suite.cluster.brokers.map(logWritten));
     const { found, secrets, logLines, values } = await ledger.canaries();
     expect(secrets).toBeGreaterThan(10);
     expect(logLines).toBeGreaterThan(1000);

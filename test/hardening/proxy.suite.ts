@@ -1,14 +1,14 @@
 import { routes } from '@baton/shared';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { callApi, connectVia, type Client, type Connected } from '../support/client.ts';
-import { verdict, world } from './world.ts';
+import { verdict, suite } from './shared.ts';
 
 const LICENSE = 'lic-2001';
 
 /** Every request the sandbox saw stayed on its own host and under the connection's api_url. */
 function upstreamStayedInside(): boolean {
-  const host = new URL(world.cluster.sandbox.url).host;
-  return world.cluster.control
+  const host = new URL(suite.cluster.sandbox.url).host;
+  return suite.cluster.control
     .requests()
     .every((request) => request.host === host && request.path.startsWith(`/licenses/${LICENSE}/`));
 }
@@ -73,13 +73,13 @@ export function describeProxy(): void {
     let session: Connected;
 
     beforeAll(async () => {
-      world.cluster.control.setConsent({ mode: 'approve', licenseId: LICENSE });
-      client = world.cluster.client();
+      suite.cluster.control.setConsent({ mode: 'approve', licenseId: LICENSE });
+      client = suite.cluster.client();
       session = await connectVia(client);
       return () => client.close();
     });
     beforeEach(() => {
-      world.cluster.control.reset();
+      suite.cluster.control.reset();
     });
 
     describe('hostile paths through the proxy', () => {
@@ -88,7 +88,7 @@ export function describeProxy(): void {
           authorization: `Bearer ${session.token}`,
         });
         expect(response.status).toBe(200);
-        expect(world.cluster.control.requests()).toHaveLength(1);
+        expect(suite.cluster.control.requests()).toHaveLength(1);
         expect(upstreamStayedInside()).toBe(true);
       });
 
@@ -105,8 +105,8 @@ export function describeProxy(): void {
           );
           verdict(`proxy path: ${name}`, {
             'a 4xx': response.status >= 400 && response.status < 500,
-            'nothing reached the sandbox': world.cluster.control.requests().length === 0,
-            'the attacker saw nothing': world.cluster.attacker.connections === 0,
+            'nothing reached the sandbox': suite.cluster.control.requests().length === 0,
+            'the attacker saw nothing': suite.cluster.attacker.connections === 0,
           });
         },
       );
@@ -125,7 +125,7 @@ export function describeProxy(): void {
           verdict(`proxy request line: ${name}`, {
             'a 4xx, or no answer at all':
               response.status === 0 || (response.status >= 400 && response.status < 500),
-            'nothing reached the sandbox': world.cluster.control.requests().length === 0,
+            'nothing reached the sandbox': suite.cluster.control.requests().length === 0,
           });
         },
       );
@@ -139,7 +139,7 @@ export function describeProxy(): void {
         verdict('proxy request line: raw CR/LF', {
           answered: response.status > 0,
           'only the sandbox host, only under api_url': upstreamStayedInside(),
-          'no injected header upstream': world.cluster.control
+          'no injected header upstream': suite.cluster.control
             .requests()
             .every((request) => request.headers['x-injected'] === undefined),
         });
@@ -158,7 +158,7 @@ export function describeProxy(): void {
         verdict(`proxy path: ${name}`, {
           'answered (by the sandbox or the broker)': response.status > 0,
           'only the sandbox host, only under api_url': upstreamStayedInside(),
-          'the attacker saw nothing': world.cluster.attacker.connections === 0,
+          'the attacker saw nothing': suite.cluster.attacker.connections === 0,
         });
       });
 
@@ -177,7 +177,7 @@ export function describeProxy(): void {
             'a 4xx on every instance': answers.every(
               (answer) => answer.status >= 400 && answer.status < 500,
             ),
-            'nothing reached the sandbox': world.cluster.control.requests().length === 0,
+            'nothing reached the sandbox': suite.cluster.control.requests().length === 0,
           });
         },
       );
@@ -185,7 +185,7 @@ export function describeProxy(): void {
 
     describe('hostile headers through the proxy', () => {
       const echoed = () =>
-        world.cluster.control.requests().filter((request) => request.path.includes('/echo/'));
+        suite.cluster.control.requests().filter((request) => request.path.includes('/echo/'));
 
       it.each([
         ["the client's Authorization", {}, 'authorization'],
@@ -237,7 +237,7 @@ export function describeProxy(): void {
           ),
         );
         const requests = echoed();
-        const host = new URL(world.cluster.sandbox.url).host;
+        const host = new URL(suite.cluster.sandbox.url).host;
         verdict('proxy header: Connection: close, Authorization', {
           'every call went through': answers.every((answer) => answer.status === 200),
           'three upstream requests': requests.length === 3,
@@ -258,7 +258,7 @@ export function describeProxy(): void {
       });
 
       it('an upstream Set-Cookie never reaches the client, on any instance', async () => {
-        world.cluster.control.addFault({
+        suite.cluster.control.addFault({
           kind: 'set_cookie',
           cookie: 'tracking=1; Path=/',
           count: 3,
@@ -273,18 +273,18 @@ export function describeProxy(): void {
       it.each([301, 302, 303, 307, 308] as const)(
         'an upstream %i to the attacker is neither followed nor returned',
         async (status) => {
-          world.cluster.control.addFault({
+          suite.cluster.control.addFault({
             target: 'api',
             kind: 'redirect',
             status,
-            location: `${world.cluster.attacker.origin}/steal`,
+            location: `${suite.cluster.attacker.origin}/steal`,
             count: 3,
           });
           const answers = await Promise.all([0, 1, 2].map((via) => callApi(client, via, session)));
           verdict(`upstream redirect ${status}`, {
             'a 503 on every instance': answers.every((answer) => answer.status === 503),
             'no Location': answers.every((answer) => answer.headers.get('location') === null),
-            'the attacker saw nothing': world.cluster.attacker.connections === 0,
+            'the attacker saw nothing': suite.cluster.attacker.connections === 0,
           });
         },
       );
@@ -342,7 +342,7 @@ export function describeProxy(): void {
         );
         verdict(`session token ${name}`, {
           '401': response.status === 401,
-          'nothing reached the sandbox': world.cluster.control.requests().length === 0,
+          'nothing reached the sandbox': suite.cluster.control.requests().length === 0,
         });
       });
     });

@@ -4,7 +4,7 @@ import { callApi, connectVia } from '../support/client.ts';
 import { storedConnection } from '../support/inspect.ts';
 import { timed } from '../support/wait.ts';
 import { expectSurvivors } from './survivors.suite.ts';
-import { world } from './world.ts';
+import { suite } from './shared.ts';
 
 const ROTATIONS = 200;
 const CALLS = 50;
@@ -13,7 +13,7 @@ const LICENSE = 'lic-2001';
 export function describeRotations(): void {
   describe('many instances: three brokers, one connection, 200 rotations', () => {
     it(`${CALLS} concurrent calls through all three at each of ${ROTATIONS} expiries: exactly ${ROTATIONS} refreshes, no reuse, every call succeeds`, async () => {
-      const { cluster } = world;
+      const { cluster } = suite;
       const client = cluster.client({ connections: 24 });
       try {
         cluster.control.clearFaults();
@@ -56,7 +56,7 @@ export function describeRotations(): void {
     });
 
     it("a path that always answers 401, called 90 times through all three: one refresh in the budget window, every 401 passed on as the API's", async () => {
-      const { cluster } = world;
+      const { cluster } = suite;
       const client = cluster.client({ connections: 24 });
       try {
         cluster.control.clearFaults();

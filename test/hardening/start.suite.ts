@@ -4,9 +4,9 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { loopbackAddress } from '../support/client.ts';
 import { added, stored } from '../support/inspect.ts';
 import { keysWithoutTtl } from '../support/ledger.ts';
-import { EXTENSION_REDIRECT } from '../support/stack.ts';
+import { EXTENSION_REDIRECT } from '../support/world.ts';
 import { timed } from '../support/wait.ts';
-import { ledger, verdict, world } from './world.ts';
+import { ledger, verdict, suite } from './shared.ts';
 
 const CHALLENGE = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM';
 const valid = {
@@ -99,7 +99,7 @@ export function describeStart(): void {
     it.each(REDIRECTS.map(([name, redirect], index) => ({ name, redirect, index })))(
       '$name: a 400 page, no redirect anywhere, no session stored',
       async ({ name, redirect, index }) => {
-        const { cluster } = world;
+        const { cluster } = suite;
         const client = cluster.client();
         const before = await stored(cluster.redis.url);
         try {
@@ -126,7 +126,7 @@ export function describeStart(): void {
     it.each(POLLUTED.map(([name, params], index) => ({ name, params, index })))(
       '$name: a 400 page, no redirect, no session stored',
       async ({ name, params, index }) => {
-        const { cluster } = world;
+        const { cluster } = suite;
         const client = cluster.client();
         const before = await stored(cluster.redis.url);
         try {
@@ -147,7 +147,7 @@ export function describeStart(): void {
 
   describe('rate limits at /auth/start under 10,000 requests from one address', () => {
     beforeEach(() => {
-      world.cluster.control.reset();
+      suite.cluster.control.reset();
     });
 
     /**
@@ -156,7 +156,7 @@ export function describeStart(): void {
      * `spoof`. Counts answers by status.
      */
     async function flood(total: number, spoof: 'none' | 'half' | 'all') {
-      const { cluster } = world;
+      const { cluster } = suite;
       const address = loopbackAddress();
       const pools = cluster.brokers.map(
         (broker) => new Pool(broker.url, { connections: 16, localAddress: address }),
@@ -219,11 +219,11 @@ export function describeStart(): void {
     });
 
     it('every key in Redis still carries a TTL', async () => {
-      expect(await keysWithoutTtl(world.cluster.redis.url)).toEqual([]);
+      expect(await keysWithoutTtl(suite.cluster.redis.url)).toEqual([]);
     });
 
     it('POST /session is limited too: 100 attempts from one address, at most 30 are read', async () => {
-      const client = world.cluster.client();
+      const client = suite.cluster.client();
       try {
         const statuses = await Promise.all(
           Array.from({ length: 100 }, async (_, index) => {

@@ -1,7 +1,7 @@
 import { connectionsResponseSchema, routes } from '@baton/shared';
 import { expect } from 'vitest';
 import type { Client, Connected } from '../support/client.ts';
-import { ledger } from './world.ts';
+import { ledger } from './shared.ts';
 
 /**
  * After a fault: every connection that should have survived is still listed as connected and

@@ -2,8 +2,8 @@ import type { Fault } from '@baton/sandbox';
 import { beforeEach, describe, it } from 'vitest';
 import { consent, startAuth } from '../support/client.ts';
 import { added, stored } from '../support/inspect.ts';
-import { EXTENSION_REDIRECT } from '../support/stack.ts';
-import { verdict, world } from './world.ts';
+import { EXTENSION_REDIRECT } from '../support/world.ts';
+import { verdict, suite } from './shared.ts';
 
 /**
  * Token endpoint answers a broker must not turn into a connection. `issued` is a real access token
@@ -93,15 +93,15 @@ function answers(issued: string, attacker: string): [string, Fault][] {
 export function describeTokenAnswers(): void {
   describe('token endpoint answers that are not valid, at the code exchange', () => {
     beforeEach(() => {
-      world.cluster.control.reset();
-      world.cluster.control.setConsent({ mode: 'approve', licenseId: 'lic-1002' });
+      suite.cluster.control.reset();
+      suite.cluster.control.setConsent({ mode: 'approve', licenseId: 'lic-1002' });
     });
 
     const names = answers('sbx_at_x', 'http://x').map(([name]) => name);
     it.each(names.map((name, index) => ({ name, index })))(
       '$name: exchange_failed, no connection, nothing stored, the attacker saw nothing',
       async ({ name, index }) => {
-        const { cluster } = world;
+        const { cluster } = suite;
         const issued = cluster.control.secrets().findLast((secret) => secret.startsWith('sbx_at_'));
         if (issued === undefined) throw new Error('no access token issued yet to use as a canary');
         const fault = answers(issued, cluster.attacker.origin)[index]![1];

@@ -14,7 +14,7 @@ import {
   type TlsProvider,
 } from '../support/public-flow.ts';
 import { RedisServer } from '../support/redis.ts';
-import { CLIENT_SECRET } from '../support/stack.ts';
+import { CLIENT_SECRET } from '../support/world.ts';
 import type { TestCertificate, TlsTerminator } from '../support/tls.ts';
 import { until, untilLogWritten } from '../support/wait.ts';
 import { BUILD_ARGS, docker, IMAGE, ROOT } from './docker.ts';

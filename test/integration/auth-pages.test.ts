@@ -1,13 +1,11 @@
 import { routes } from '@baton/shared';
 import { describe, expect, it } from 'vitest';
-import { EXTENSION_REDIRECT, type Stack } from '../support/stack.ts';
-import { useStack } from '../support/use-stack.ts';
+import { EXTENSION_REDIRECT, useWorld } from '../support/world.ts';
 
-let stack: Stack;
-useStack((started) => (stack = started));
+const world = useWorld({}, { resetSandbox: true, expectNoLeaks: true });
 
 const page = async (path: string, headers: Record<string, string> = {}) => {
-  const response = await fetch(new URL(path, stack.broker.url), { headers, redirect: 'manual' });
+  const response = await fetch(new URL(path, world.broker.url), { headers, redirect: 'manual' });
   const body = await response.text();
   return { status: response.status, lang: /<html lang="([a-z]+)">/.exec(body)?.[1], body };
 };
@@ -45,13 +43,13 @@ describe("the authorization window's pages speak the user's language", () => {
   });
 
   it('says the store is unavailable in that language too', async () => {
-    await stack.redis.stop();
+    await world.redis.stop();
     try {
       const nl = await page(start({ locale: 'nl' }));
       expect(nl).toMatchObject({ status: 503, lang: 'nl' });
       expect(nl.body).toContain('Baton is niet beschikbaar');
     } finally {
-      await stack.redis.start();
+      await world.redis.start();
     }
   });
 });

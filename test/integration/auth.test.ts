@@ -8,16 +8,14 @@ import {
   tokenRequests,
 } from '../support/flow.ts';
 import { AttackerListener } from '../support/listener.ts';
-import { EXTENSION_REDIRECT, startBroker, type Stack } from '../support/stack.ts';
-import { useStack } from '../support/use-stack.ts';
+import { EXTENSION_REDIRECT, useWorld } from '../support/world.ts';
 
-let stack: Stack;
-useStack((started) => (stack = started));
+const world = useWorld({}, { resetSandbox: true, expectNoLeaks: true });
 
-const exchanges = () => stack.sandbox.sandbox.control.counters().code_exchanges;
+const exchanges = () => world.sandbox.sandbox.control.counters().code_exchanges;
 
 function startUrl(params: Record<string, string>): string {
-  const url = new URL(routes.authStart, stack.broker.url);
+  const url = new URL(routes.authStart, world.broker.url);
   url.search = new URLSearchParams(params).toString();
   return url.href;
 }
@@ -30,12 +28,12 @@ const validStart = {
 
 describe('GET /auth/start', () => {
   it('redirects to the provider with client_id, response_type, redirect_uri and a fresh state, and nothing else', async () => {
-    const browser = new TestBrowser(stack);
+    const browser = new TestBrowser(world);
     const response = await browser.get(startUrl(validStart));
     expect(response.status).toBe(302);
     const location = new URL(response.headers.get('location')!);
     expect(`${location.origin}${location.pathname}`).toBe(
-      `${stack.sandbox.url}/fr/api/oauth2/authorize`,
+      `${world.sandbox.url}/fr/api/oauth2/authorize`,
     );
     expect([...location.searchParams.keys()].sort()).toEqual([
       'client_id',
@@ -44,7 +42,7 @@ describe('GET /auth/start', () => {
       'state',
     ]);
     expect(location.searchParams.get('response_type')).toBe('code');
-    expect(location.searchParams.get('redirect_uri')).toBe(`${stack.broker.url}/auth/callback`);
+    expect(location.searchParams.get('redirect_uri')).toBe(`${world.broker.url}/auth/callback`);
     expect(location.searchParams.get('state')).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const again = new URL((await browser.get(startUrl(validStart))).headers.get('location')!);
     expect(again.searchParams.get('state')).not.toBe(location.searchParams.get('state'));
@@ -76,7 +74,7 @@ describe('GET /auth/start', () => {
 
 describe('GET /auth/callback', () => {
   it('exchanges the code once and hands off to the extension', async () => {
-    const { result } = await authorize(stack);
+    const { result } = await authorize(world);
     expect(result.href.startsWith(EXTENSION_REDIRECT)).toBe(true);
     expect(result.searchParams.get('handoff')).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect([...result.searchParams.keys()]).toEqual(['handoff']);
@@ -84,21 +82,21 @@ describe('GET /auth/callback', () => {
   });
 
   it('when the user denies, answers the latest pending flow with access_denied', async () => {
-    stack.sandbox.sandbox.control.setConsent({ mode: 'deny' });
-    const browser = new TestBrowser(stack);
-    const flow = await startFlow(stack, browser);
+    world.sandbox.sandbox.control.setConsent({ mode: 'deny' });
+    const browser = new TestBrowser(world);
+    const flow = await startFlow(world, browser);
     const { final } = await browser.navigate(flow.authorizeUrl.href);
     expect(final.href).toBe(`${EXTENSION_REDIRECT}?error=access_denied`);
-    expect(tokenRequests(stack)).toBe(0);
+    expect(tokenRequests(world)).toBe(0);
   });
 
   describe('when state is not the one this browser was given, the code is never sent', () => {
     async function callbackWith(
       mutate: (callback: URL, browser: TestBrowser) => URL | Promise<URL>,
-      browser = new TestBrowser(stack),
+      browser = new TestBrowser(world),
     ) {
-      stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
-      const flow = await startFlow(stack, browser);
+      world.sandbox.sandbox.control.setConsent({ mode: 'approve' });
+      const flow = await startFlow(world, browser);
       const callback = await providerCallback(flow);
       return browser.navigate((await mutate(callback, browser)).href);
     }
@@ -127,66 +125,66 @@ describe('GET /auth/callback', () => {
     ])('%s: redirects with invalid_state', async (_name, mutate) => {
       const { final } = await callbackWith(mutate);
       expect(final.href).toBe(`${EXTENSION_REDIRECT}?error=invalid_state`);
-      expect(tokenRequests(stack)).toBe(0);
+      expect(tokenRequests(world)).toBe(0);
     });
 
     it('from another browser session: invalid_state, and the other session keeps its flow', async () => {
-      const victim = new TestBrowser(stack);
-      stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
-      const attackerFlow = await startFlow(stack, new TestBrowser(stack));
+      const victim = new TestBrowser(world);
+      world.sandbox.sandbox.control.setConsent({ mode: 'approve' });
+      const attackerFlow = await startFlow(world, new TestBrowser(world));
       const attackerCallback = await providerCallback(attackerFlow);
-      await startFlow(stack, victim);
+      await startFlow(world, victim);
       const { final } = await victim.navigate(attackerCallback.href);
       expect(final.href).toBe(`${EXTENSION_REDIRECT}?error=invalid_state`);
-      expect(tokenRequests(stack)).toBe(0);
+      expect(tokenRequests(world)).toBe(0);
     });
 
     it('without the cookie: a 400 page', async () => {
-      stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
-      const flow = await startFlow(stack, new TestBrowser(stack));
+      world.sandbox.sandbox.control.setConsent({ mode: 'approve' });
+      const flow = await startFlow(world, new TestBrowser(world));
       const callback = await providerCallback(flow);
       const response = await fetch(callback, { redirect: 'manual' });
       expect(response.status).toBe(400);
-      expect(tokenRequests(stack)).toBe(0);
+      expect(tokenRequests(world)).toBe(0);
     });
 
     it('replayed after success: invalid_state, one exchange in all', async () => {
-      const browser = new TestBrowser(stack);
-      stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
-      const flow = await startFlow(stack, browser);
-      await startFlow(stack, browser); // a second pending flow, so the replay gets a redirect
+      const browser = new TestBrowser(world);
+      world.sandbox.sandbox.control.setConsent({ mode: 'approve' });
+      const flow = await startFlow(world, browser);
+      await startFlow(world, browser); // a second pending flow, so the replay gets a redirect
       const callback = await providerCallback(flow);
       const first = await browser.navigate(callback.href);
       expect(first.final.searchParams.get('handoff')).toBeTruthy();
       const replay = await browser.navigate(callback.href);
       expect(replay.final.href).toBe(`${EXTENSION_REDIRECT}?error=invalid_state`);
       expect(exchanges()).toBe(1);
-      expect(tokenRequests(stack)).toBe(1);
+      expect(tokenRequests(world)).toBe(1);
     });
 
     it('after 10 minutes: invalid_state', async () => {
-      const browser = new TestBrowser(stack);
-      stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
-      const old = await startFlow(stack, browser);
+      const browser = new TestBrowser(world);
+      world.sandbox.sandbox.control.setConsent({ mode: 'approve' });
+      const old = await startFlow(world, browser);
       const callback = await providerCallback(old);
-      stack.clock.advance(9 * 60_000);
-      await startFlow(stack, browser);
-      stack.clock.advance(60_000);
+      world.clock.advance(9 * 60_000);
+      await startFlow(world, browser);
+      world.clock.advance(60_000);
       const { final } = await browser.navigate(callback.href);
       expect(final.href).toBe(`${EXTENSION_REDIRECT}?error=invalid_state`);
-      expect(tokenRequests(stack)).toBe(0);
+      expect(tokenRequests(world)).toBe(0);
     });
 
     it('when two callbacks with the same state race, only one exchanges', async () => {
-      const browser = new TestBrowser(stack);
-      stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
-      const flow = await startFlow(stack, browser);
+      const browser = new TestBrowser(world);
+      world.sandbox.sandbox.control.setConsent({ mode: 'approve' });
+      const flow = await startFlow(world, browser);
       const callback = await providerCallback(flow);
       const results = await Promise.all(
         Array.from({ length: 5 }, () => browser.navigate(callback.href)),
       );
       expect(results.filter((result) => result.final.searchParams.has('handoff'))).toHaveLength(1);
-      expect(tokenRequests(stack)).toBe(1);
+      expect(tokenRequests(world)).toBe(1);
     });
   });
 
@@ -201,12 +199,12 @@ describe('GET /auth/callback', () => {
 
     it.each([
       ['a foreign origin', () => `${attacker.origin}/licenses/x`],
-      ['userinfo', () => `${stack.sandbox.url}@127.0.0.1:${attacker.port}/`],
+      ['userinfo', () => `${world.sandbox.url}@127.0.0.1:${attacker.port}/`],
       ['missing', () => undefined],
     ])('%s: invalid_api_url', async (_name, apiUrl) => {
-      const browser = new TestBrowser(stack);
-      stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
-      const flow = await startFlow(stack, browser);
+      const browser = new TestBrowser(world);
+      world.sandbox.sandbox.control.setConsent({ mode: 'approve' });
+      const flow = await startFlow(world, browser);
       const callback = await providerCallback(flow);
       const value = apiUrl();
       if (value === undefined) callback.searchParams.delete('api_url');
@@ -214,23 +212,23 @@ describe('GET /auth/callback', () => {
       const { final } = await browser.navigate(callback.href);
       expect(final.href).toBe(`${EXTENSION_REDIRECT}?error=invalid_api_url`);
       expect(attacker.connections).toBe(0);
-      expect(tokenRequests(stack)).toBe(0);
+      expect(tokenRequests(world)).toBe(0);
     });
   });
 
   it('answers exchange_failed when the provider refuses the code', async () => {
-    const browser = new TestBrowser(stack);
-    stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
-    const flow = await startFlow(stack, browser);
+    const browser = new TestBrowser(world);
+    world.sandbox.sandbox.control.setConsent({ mode: 'approve' });
+    const flow = await startFlow(world, browser);
     const callback = await providerCallback(flow);
-    stack.clock.advance(121_000); // codes live 2 minutes
+    world.clock.advance(121_000); // codes live 2 minutes
     const { final } = await browser.navigate(callback.href);
     expect(final.href).toBe(`${EXTENSION_REDIRECT}?error=exchange_failed`);
   });
 
   it('never writes the callback query string to the access log', async () => {
-    await authorize(stack);
-    const callbackLines = stack.broker.logs.lines.filter((line) => line.includes('/auth/callback'));
+    await authorize(world);
+    const callbackLines = world.broker.logs.lines.filter((line) => line.includes('/auth/callback'));
     expect(callbackLines.length).toBeGreaterThan(0);
     for (const line of callbackLines) expect(line).not.toMatch(/code=|state=|api_url=/);
   });
@@ -238,11 +236,9 @@ describe('GET /auth/callback', () => {
 
 describe('behind TLS (PUBLIC_URL https, one trusted proxy)', () => {
   it('uses a __Host- prefixed Secure cookie and sends HSTS', async () => {
-    const tls = await startBroker({
-      redis: stack.redis,
-      sandbox: stack.sandbox,
-      clock: stack.clock,
-      env: { PUBLIC_URL: 'https://broker.example.test', TRUST_PROXY: '1' },
+    const tls = await world.startBroker({
+      PUBLIC_URL: 'https://broker.example.test',
+      TRUST_PROXY: '1',
     });
     try {
       const response = await fetch(

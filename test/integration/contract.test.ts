@@ -3,8 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Answer } from '../support/client.ts';
 import { answersRecorded, Contract, type Answer as Sent } from '../support/contract.ts';
 import { connect, redeem, startFlow, TestBrowser } from '../support/flow.ts';
-import { EXTENSION_REDIRECT, type Stack } from '../support/stack.ts';
-import { useStack } from '../support/use-stack.ts';
+import { EXTENSION_REDIRECT, useWorld } from '../support/world.ts';
 
 /**
  * The contract test's own walk: every route of docs/openapi.json, and each of its documented
@@ -13,8 +12,10 @@ import { useStack } from '../support/use-stack.ts';
  * route was seen, and that what was not seen is only what this file says it cannot produce.
  */
 const METRICS_TOKEN = 'contract-test-metrics-token-0123456789abcdef';
-let stack: Stack;
-useStack((started) => (stack = started), { env: { METRICS_TOKEN }, metrics: true });
+const world = useWorld(
+  { env: { METRICS_TOKEN }, metrics: true },
+  { resetSandbox: true, expectNoLeaks: true },
+);
 
 const HOUR = 3_600_000;
 const unknownToken = () =>
@@ -29,7 +30,7 @@ function ask(
   path: string,
   headers: Record<string, string> = {},
   body?: string,
-  from: TestBrowser = new TestBrowser(stack),
+  from: TestBrowser = new TestBrowser(world),
 ): Promise<Answer> {
   const cookie = [...from.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
   return from.raw(0, method, path, { ...headers, ...(cookie === '' ? {} : { cookie }) }, body);
@@ -50,7 +51,7 @@ describe('the operations routes', () => {
   it('/healthz, /readyz ready and shutting down, /metrics with and without its token', async () => {
     expect((await ask('GET', routes.healthz)).status).toBe(200);
     expect((await ask('GET', routes.readyz)).status).toBe(200);
-    stack.broker.broker.setReady(false);
+    world.broker.broker.setReady(false);
     try {
       const shutting = await ask('GET', routes.readyz);
       expect([shutting.status, JSON.parse(shutting.body)]).toEqual([
@@ -58,7 +59,7 @@ describe('the operations routes', () => {
         { status: 'shutting_down' },
       ]);
     } finally {
-      stack.broker.broker.setReady(true);
+      world.broker.broker.setReady(true);
     }
     expect((await ask('GET', routes.metrics, bearer(METRICS_TOKEN))).status).toBe(200);
     expect((await ask('GET', routes.metrics)).status).toBe(404);
@@ -69,11 +70,11 @@ describe('the authorization window', () => {
   it('checks a redirect URL, starts, and ends a sign-in with the documented cookie', async () => {
     const query = new URLSearchParams({ redirect_uri: EXTENSION_REDIRECT });
     expect((await ask('GET', `${routes.redirectCheck}?${query}`)).status).toBe(200);
-    const browser = new TestBrowser(stack);
-    const flow = await startFlow(stack, browser);
+    const browser = new TestBrowser(world);
+    const flow = await startFlow(world, browser);
     const cookie = Contract.load().document.components.securitySchemes?.authCookie?.name;
     expect([...browser.cookies.keys()]).toEqual([cookie]);
-    stack.sandbox.sandbox.control.setConsent({ mode: 'approve' });
+    world.sandbox.sandbox.control.setConsent({ mode: 'approve' });
     const { final } = await browser.navigate(flow.authorizeUrl.href);
     expect(final.searchParams.has('handoff')).toBe(true);
   });
@@ -84,7 +85,7 @@ describe('the authorization window', () => {
   });
 
   it('limits every /auth route per address with 429', async () => {
-    const browser = new TestBrowser(stack);
+    const browser = new TestBrowser(world);
     const check = `${routes.redirectCheck}?redirect_uri=x`;
     for (let i = 0; i < 60; i++) await ask('GET', check, {}, undefined, browser);
     for (const path of [check, startUrl(), routes.authCallback]) {
@@ -99,19 +100,19 @@ describe('the authorization window', () => {
 
 describe('the session and its connections', () => {
   it('POST /session: 201, invalid_request, invalid_grant, and 429 past its limit', async () => {
-    await connect(stack);
-    const browser = new TestBrowser(stack);
+    await connect(world);
+    const browser = new TestBrowser(world);
     const statuses = [];
     for (let i = 0; i < 30; i++)
       statuses.push((await ask('POST', routes.session, json, '{}', browser)).status);
     expect(new Set(statuses)).toEqual(new Set([400]));
     expect((await ask('POST', routes.session, json, '{}', browser)).status).toBe(429);
-    const unknown = await redeem(stack, 'no-such-handoff', validVerifier);
+    const unknown = await redeem(world, 'no-such-handoff', validVerifier);
     expect(await unknown.json()).toMatchObject({ error: 'invalid_grant' });
   });
 
   it('GET /connections, DELETE /connections/{id} and DELETE /session, with and without a session', async () => {
-    const one = await connect(stack);
+    const one = await connect(world);
     const token = one.session_token;
     expect((await ask('GET', routes.connections, bearer(token))).status).toBe(200);
     expect((await ask('GET', routes.connections)).status).toBe(401);
@@ -126,7 +127,7 @@ describe('the session and its connections', () => {
   });
 
   it('answers 429 on every bearer route to an address whose session checks keep failing', async () => {
-    const browser = new TestBrowser(stack);
+    const browser = new TestBrowser(world);
     for (let i = 0; i < 30; i++) await ask('GET', routes.connections, {}, undefined, browser);
     for (const [method, path] of [
       ['GET', routes.connections],
@@ -141,7 +142,7 @@ describe('the session and its connections', () => {
 
 describe('API calls', () => {
   it('passes the license API on for every proxied method, and refuses the others', async () => {
-    const { session_token: token, connection } = await connect(stack);
+    const { session_token: token, connection } = await connect(world);
     expect((await ask('GET', routes.proxy(connection.id, 'users.me'), bearer(token))).status).toBe(
       200,
     );
@@ -164,7 +165,7 @@ describe('API calls', () => {
   it.each(PROXY_METHODS)(
     "%s: answers the broker's own errors: a bad path, no session, no connection, a redirect, too many failures",
     async (method) => {
-      const { session_token: token, connection } = await connect(stack);
+      const { session_token: token, connection } = await connect(world);
       const call = (
         path: string,
         headers: Record<string, string> = bearer(token),
@@ -173,24 +174,24 @@ describe('API calls', () => {
       expect((await call('a%2f..%2fx')).status).toBe(400);
       expect((await call('echo/x', {})).status).toBe(401);
       expect((await ask(method, routes.proxy('nope', 'echo/x'), bearer(token))).status).toBe(404);
-      stack.sandbox.sandbox.control.addFault({
+      world.sandbox.sandbox.control.addFault({
         target: 'api',
         kind: 'redirect',
         location: 'http://127.0.0.1:9/elsewhere',
         count: 1,
       });
       expect((await call('echo/x')).status).toBe(503);
-      const browser = new TestBrowser(stack);
+      const browser = new TestBrowser(world);
       for (let i = 0; i < 30; i++) await call('echo/x', {}, browser);
       expect((await call('echo/x', bearer(token), browser)).status).toBe(429);
     },
   );
 
   it('answers 401 reauthorization_required once the provider refuses the refresh', async () => {
-    const { session_token: token, connection } = await connect(stack);
-    const license = stack.sandbox.sandbox.accounts[0]!.licenses[0]!.id;
-    stack.sandbox.sandbox.control.revokeGrant(license);
-    stack.clock.advance(HOUR);
+    const { session_token: token, connection } = await connect(world);
+    const license = world.sandbox.sandbox.accounts[0]!.licenses[0]!.id;
+    world.sandbox.sandbox.control.revokeGrant(license);
+    world.clock.advance(HOUR);
     const answer = await ask('GET', routes.proxy(connection.id, 'users.me'), bearer(token));
     expect([answer.status, answer.headers[BROKER_ERROR_HEADER.toLowerCase()]]).toEqual([
       401,
@@ -202,9 +203,9 @@ describe('API calls', () => {
 describe('with the store down', () => {
   it('every route that needs it answers 503, the authorization window with a page', async () => {
     // A browser that holds a session cookie from before, so that its session is read.
-    const browser = new TestBrowser(stack);
-    await startFlow(stack, browser);
-    await stack.redis.stop();
+    const browser = new TestBrowser(world);
+    await startFlow(world, browser);
+    await world.redis.stop();
     try {
       const statuses = [];
       for (const [method, path, body, from] of [
@@ -223,7 +224,7 @@ describe('with the store down', () => {
       }
       expect(statuses).toEqual([503, 503, 503, 503, 503, 503, 503, 503, 503]);
     } finally {
-      await stack.redis.start();
+      await world.redis.start();
     }
   });
 });

@@ -4,38 +4,38 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { call, connect } from '../support/flow.ts';
 import { expectNoLeaks } from '../support/leaks.ts';
 import { AttackerListener } from '../support/listener.ts';
-import { startStack, type Stack } from '../support/stack.ts';
+import { startWorld, type World } from '../support/world.ts';
 
-let stack: Stack;
+let world: World;
 let token: string;
 let id: string;
 let attacker: AttackerListener;
 
 beforeAll(async () => {
-  stack = await startStack();
+  world = await startWorld();
   attacker = await AttackerListener.start();
-  const session = await connect(stack);
+  const session = await connect(world);
   token = session.session_token;
   id = session.connection.id;
 });
 afterAll(async () => {
-  await expectNoLeaks(stack);
+  await expectNoLeaks(world);
   await attacker[Symbol.asyncDispose]();
-  await stack.close();
+  await world.close();
 });
 beforeEach(() => {
-  stack.sandbox.sandbox.control.reset();
+  world.sandbox.sandbox.control.reset();
 });
 
-const control = () => stack.sandbox.sandbox.control;
-const apiUrl = () => `/licenses/${stack.sandbox.sandbox.accounts[0]!.licenses[0]!.id}`;
+const control = () => world.sandbox.sandbox.control;
+const apiUrl = () => `/licenses/${world.sandbox.sandbox.accounts[0]!.licenses[0]!.id}`;
 
 /**
  * A raw request, for paths that fetch() would normalise before sending. A connection the broker
  * resets before answering (Node's parser refuses request lines over 16 KB) counts as status 0.
  */
 function raw(method: string, path: string, headers: Record<string, string> = {}) {
-  const { port } = new URL(stack.broker.url);
+  const { port } = new URL(world.broker.url);
   return new Promise<{ status: number; body: string }>((resolve) => {
     const req = request(
       {
@@ -62,7 +62,7 @@ function raw(method: string, path: string, headers: Record<string, string> = {})
 
 describe('/connections/:id/api/<path>', () => {
   it('returns the upstream user record, status and content type, with no-store', async () => {
-    const response = await call(stack, routes.proxy(id, 'users.me'), token);
+    const response = await call(world, routes.proxy(id, 'users.me'), token);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/application\/json/);
     expect(response.headers.get('cache-control')).toBe('no-store');
@@ -74,8 +74,8 @@ describe('/connections/:id/api/<path>', () => {
 
   it('carries the security headers an API answer needs, on success and on error', async () => {
     const answers = [
-      await call(stack, routes.proxy(id, 'users.me'), token),
-      await call(stack, routes.proxy('nope', 'users.me'), token),
+      await call(world, routes.proxy(id, 'users.me'), token),
+      await call(world, routes.proxy('nope', 'users.me'), token),
     ];
     for (const response of answers) {
       await response.arrayBuffer();
@@ -90,7 +90,7 @@ describe('/connections/:id/api/<path>', () => {
   });
 
   it('forwards the method, query string and body, and exactly one upstream request', async () => {
-    const response = await call(stack, routes.proxy(id, 'echo/items?x=1&y=%20'), token, {
+    const response = await call(world, routes.proxy(id, 'echo/items?x=1&y=%20'), token, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: '{"a":1}',
@@ -124,12 +124,12 @@ describe('/connections/:id/api/<path>', () => {
       'proxy-authorization',
     ])
       expect(echo.headers[name]).toBeUndefined();
-    expect(echo.headers.host).toBe(new URL(stack.sandbox.url).host);
+    expect(echo.headers.host).toBe(new URL(world.sandbox.url).host);
   });
 
   it('never returns an upstream Set-Cookie', async () => {
     control().addFault({ target: 'api', kind: 'set_cookie', cookie: 'tracking=1', count: 1 });
-    const response = await call(stack, routes.proxy(id, 'users.me'), token);
+    const response = await call(world, routes.proxy(id, 'users.me'), token);
     expect(response.status).toBe(200);
     expect(response.headers.get('set-cookie')).toBeNull();
   });
@@ -141,7 +141,7 @@ describe('/connections/:id/api/<path>', () => {
       location: `${attacker.origin}/steal`,
       count: 1,
     });
-    const response = await call(stack, routes.proxy(id, 'users.me'), token);
+    const response = await call(world, routes.proxy(id, 'users.me'), token);
     expect(response.status).toBe(503);
     expect(response.headers.get('location')).toBeNull();
     expect(attacker.connections).toBe(0);
@@ -172,17 +172,17 @@ describe('/connections/:id/api/<path>', () => {
   });
 
   it('answers 404 for a connection of another session', async () => {
-    const other = await connect(stack);
-    const response = await call(stack, routes.proxy(id, 'users.me'), other.session_token);
+    const other = await connect(world);
+    const response = await call(world, routes.proxy(id, 'users.me'), other.session_token);
     expect(response.status).toBe(404);
   });
 
   it('refuses a session token given in the query string or a cookie', async () => {
     const inQuery = await fetch(
-      `${stack.broker.url}${routes.proxy(id, 'users.me')}?session_token=${token}`,
+      `${world.broker.url}${routes.proxy(id, 'users.me')}?session_token=${token}`,
     );
     expect(inQuery.status).toBe(401);
-    const inCookie = await fetch(`${stack.broker.url}${routes.proxy(id, 'users.me')}`, {
+    const inCookie = await fetch(`${world.broker.url}${routes.proxy(id, 'users.me')}`, {
       headers: { cookie: `session_token=${token}` },
     });
     expect(inCookie.status).toBe(401);

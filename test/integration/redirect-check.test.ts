@@ -1,16 +1,14 @@
 import { redirectCheckResponseSchema, routes } from '@baton/shared';
 import { describe, expect, it } from 'vitest';
-import { EXTENSION_REDIRECT, type Stack } from '../support/stack.ts';
-import { useStack } from '../support/use-stack.ts';
+import { EXTENSION_REDIRECT, useWorld } from '../support/world.ts';
 
-let stack: Stack;
-useStack((started) => (stack = started));
+const world = useWorld({}, { resetSandbox: true, expectNoLeaks: true });
 
 const check = (redirectUri?: string) =>
   fetch(
     new URL(
       `${routes.redirectCheck}${redirectUri === undefined ? '' : `?${new URLSearchParams({ redirect_uri: redirectUri })}`}`,
-      stack.broker.url,
+      world.broker.url,
     ),
   );
 

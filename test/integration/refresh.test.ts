@@ -1,26 +1,24 @@
 import { connectionsResponseSchema, routes } from '@baton/shared';
 import { describe, expect, it } from 'vitest';
 import { call, connect, tokenRequests } from '../support/flow.ts';
-import type { Stack } from '../support/stack.ts';
-import { useStack } from '../support/use-stack.ts';
+import { useWorld } from '../support/world.ts';
 
 const HOUR = 3_600_000;
 const MARGIN = 300_000;
 
-let stack: Stack;
-useStack((started) => (stack = started));
+const world = useWorld({}, { resetSandbox: true, expectNoLeaks: true });
 
-const control = () => stack.sandbox.sandbox.control;
-const tokenCalls = () => tokenRequests(stack);
-const usersMe = (token: string, id: string) => call(stack, routes.proxy(id, 'users.me'), token);
+const control = () => world.sandbox.sandbox.control;
+const tokenCalls = () => tokenRequests(world);
+const usersMe = (token: string, id: string) => call(world, routes.proxy(id, 'users.me'), token);
 const statusOf = async (token: string, id: string) =>
   connectionsResponseSchema
-    .parse(await (await call(stack, routes.connections, token)).json())
+    .parse(await (await call(world, routes.connections, token)).json())
     .connections.find((connection) => connection.id === id);
 
 /** A fresh connection, with the sandbox's counters starting at zero after its code exchange. */
 async function connected() {
-  const session = await connect(stack);
+  const session = await connect(world);
   control().reset();
   return { token: session.session_token, id: session.connection.id };
 }
@@ -28,7 +26,7 @@ async function connected() {
 describe('proactive refresh', () => {
   it('does not refresh while more than the margin is left', async () => {
     const { token, id } = await connected();
-    stack.clock.advance(HOUR - MARGIN - 1000);
+    world.clock.advance(HOUR - MARGIN - 1000);
     expect((await usersMe(token, id)).status).toBe(200);
     expect(control().counters().refreshes).toBe(0);
   });
@@ -36,7 +34,7 @@ describe('proactive refresh', () => {
   it('refreshes once when the margin is reached, then uses the new token', async () => {
     const { token, id } = await connected();
     const before = await statusOf(token, id);
-    stack.clock.advance(HOUR - MARGIN);
+    world.clock.advance(HOUR - MARGIN);
     expect((await usersMe(token, id)).status).toBe(200);
     expect((await usersMe(token, id)).status).toBe(200);
     expect(control().counters().refreshes).toBe(1);
@@ -48,7 +46,7 @@ describe('proactive refresh', () => {
 
   it('when 50 calls arrive at expiry, exactly one refresh happens and every call succeeds', async () => {
     const { token, id } = await connected();
-    stack.clock.advance(HOUR);
+    world.clock.advance(HOUR);
     const responses = await Promise.all(Array.from({ length: 50 }, () => usersMe(token, id)));
     expect(responses.map((response) => response.status)).toEqual(Array(50).fill(200));
     expect(control().counters().refreshes).toBe(1);
@@ -60,7 +58,7 @@ describe('proactive refresh', () => {
 describe('on an upstream 401', () => {
   it('refreshes once and retries once', async () => {
     const { token, id } = await connected();
-    control().expireAccessTokens(stack.sandbox.sandbox.accounts[0]!.licenses[0]!.id);
+    control().expireAccessTokens(world.sandbox.sandbox.accounts[0]!.licenses[0]!.id);
     const response = await usersMe(token, id);
     expect(response.status).toBe(200);
     expect(control().counters().refreshes).toBe(1);
@@ -80,8 +78,8 @@ describe('on an upstream 401', () => {
 describe('when the provider rejects the refresh', () => {
   it('marks the connection disconnected with a reason, answers 401 reauthorization_required, and calls the provider no more', async () => {
     const { token, id } = await connected();
-    control().revokeGrant(stack.sandbox.sandbox.accounts[0]!.licenses[0]!.id);
-    stack.clock.advance(HOUR);
+    control().revokeGrant(world.sandbox.sandbox.accounts[0]!.licenses[0]!.id);
+    world.clock.advance(HOUR);
     const first = await usersMe(token, id);
     expect(first.status).toBe(401);
     expect(await first.json()).toMatchObject({ error: 'reauthorization_required' });
@@ -101,7 +99,7 @@ describe('when the provider fails for a while', () => {
   it('keeps the connection, answers 503 with Retry-After, backs off, and recovers', async () => {
     const { token, id } = await connected();
     control().addFault({ target: 'token', kind: 'status', status: 503, count: 100 });
-    stack.clock.advance(HOUR);
+    world.clock.advance(HOUR);
     const failed = await usersMe(token, id);
     expect(failed.status).toBe(503);
     expect(await failed.json()).toMatchObject({ error: 'upstream_unavailable' });
@@ -112,7 +110,7 @@ describe('when the provider fails for a while', () => {
     expect(await statusOf(token, id)).toMatchObject({ status: 'connected' });
 
     control().clearFaults();
-    stack.clock.advance(2000);
+    world.clock.advance(2000);
     expect((await usersMe(token, id)).status).toBe(200);
     expect(control().counters().refreshes).toBe(1);
   });
@@ -120,7 +118,7 @@ describe('when the provider fails for a while', () => {
   it('keeps using a still-valid token when a proactive refresh fails', async () => {
     const { token, id } = await connected();
     control().addFault({ target: 'token', kind: 'status', status: 500, count: 1 });
-    stack.clock.advance(HOUR - MARGIN);
+    world.clock.advance(HOUR - MARGIN);
     expect((await usersMe(token, id)).status).toBe(200);
     expect(tokenCalls()).toBe(1);
   });
@@ -128,9 +126,9 @@ describe('when the provider fails for a while', () => {
   it('after a lost refresh response, ends disconnected with a reason after at most two provider calls', async () => {
     const { token, id } = await connected();
     control().addFault({ target: 'token', kind: 'drop_after_rotate', count: 1 });
-    stack.clock.advance(HOUR);
+    world.clock.advance(HOUR);
     expect((await usersMe(token, id)).status).toBe(503);
-    stack.clock.advance(2000);
+    world.clock.advance(2000);
     const second = await usersMe(token, id);
     expect(second.status).toBe(401);
     expect(await statusOf(token, id)).toMatchObject({

@@ -3,21 +3,22 @@ import { request } from 'node:http';
 import { createClient } from 'redis';
 import { describe, expect, it } from 'vitest';
 import { connect } from '../support/flow.ts';
-import type { Stack } from '../support/stack.ts';
-import { useStack } from '../support/use-stack.ts';
+import { useWorld } from '../support/world.ts';
 
 /**
  * IPv6 clients behind a proxy the broker trusts: one client holds a whole prefix (a /64 at the
  * least, often a /56), so the failed-session limit counts by prefix, not by address.
  */
-let stack: Stack;
-useStack((started) => (stack = started), {
-  env: { SESSION_FAILURE_LIMIT: '30', TRUST_PROXY: 'loopback' },
-});
+const world = useWorld(
+  {
+    env: { SESSION_FAILURE_LIMIT: '30', TRUST_PROXY: 'loopback' },
+  },
+  { resetSandbox: true, expectNoLeaks: true },
+);
 
 /** A GET as the trusted proxy forwards it for client `from`. */
 function get(path: string, token: string, from: string) {
-  const { port } = new URL(stack.broker.url);
+  const { port } = new URL(world.broker.url);
   return new Promise<number>((resolve, reject) => {
     const req = request(
       {
@@ -37,7 +38,7 @@ function get(path: string, token: string, from: string) {
 }
 
 async function redisCommands(): Promise<number> {
-  const client = createClient({ url: stack.redis.url });
+  const client = createClient({ url: world.redis.url });
   await client.connect();
   try {
     return Number(/total_commands_processed:(\d+)/.exec(await client.info('stats'))?.[1]);
@@ -52,7 +53,7 @@ const hex = () => Math.floor(Math.random() * 0x10000).toString(16);
 
 describe('failed session checks from IPv6 clients', () => {
   it('300 unknown tokens from 300 addresses of one /64 are limited as one client', async () => {
-    const { session_token: token, connection } = await connect(stack);
+    const { session_token: token, connection } = await connect(world);
     const path = routes.proxy(connection.id, 'users.me');
     const before = await redisCommands();
     const statuses: number[] = [];

@@ -3,17 +3,18 @@ import { request } from 'node:http';
 import { createClient } from 'redis';
 import { describe, expect, it } from 'vitest';
 import { connect } from '../support/flow.ts';
-import type { Stack } from '../support/stack.ts';
-import { useStack } from '../support/use-stack.ts';
+import { useWorld } from '../support/world.ts';
 
-let stack: Stack;
-useStack((started) => (stack = started), {
-  env: { SESSION_FAILURE_LIMIT: '30', SESSION_RATE_LIMIT: '5' },
-});
+const world = useWorld(
+  {
+    env: { SESSION_FAILURE_LIMIT: '30', SESSION_RATE_LIMIT: '5' },
+  },
+  { resetSandbox: true, expectNoLeaks: true },
+);
 
 /** A GET to the broker from `from` (any 127.0.0.0/8 address is this machine). */
 function get(path: string, token: string, from = '127.0.0.1') {
-  const { port } = new URL(stack.broker.url);
+  const { port } = new URL(world.broker.url);
   return new Promise<{ status: number; headers: Record<string, unknown> }>((resolve, reject) => {
     const req = request(
       {
@@ -34,7 +35,7 @@ function get(path: string, token: string, from = '127.0.0.1') {
 }
 
 async function redisCommands(): Promise<number> {
-  const client = createClient({ url: stack.redis.url });
+  const client = createClient({ url: world.redis.url });
   await client.connect();
   try {
     const info = await client.info('stats');
@@ -49,7 +50,7 @@ const randomToken = () =>
 
 describe('failed session checks from one address', () => {
   it('are limited in process: 400 unknown tokens reach Redis fewer than 150 times', async () => {
-    const { session_token: token, connection } = await connect(stack);
+    const { session_token: token, connection } = await connect(world);
     const before = await redisCommands();
     const statuses: number[] = [];
     for (let i = 0; i < 400; i++)
@@ -71,7 +72,7 @@ describe('failed session checks from one address', () => {
       200,
     );
     // And the limited address recovers as time passes.
-    stack.clock.advance(60_000);
+    world.clock.advance(60_000);
     expect((await get(routes.proxy(connection.id, 'users.me'), token, '127.0.0.3')).status).toBe(
       200,
     );
@@ -80,8 +81,8 @@ describe('failed session checks from one address', () => {
 
 describe('API calls of one session', () => {
   it('are limited per session with 429 and Retry-After, other sessions unaffected', async () => {
-    const one = await connect(stack);
-    const other = await connect(stack);
+    const one = await connect(world);
+    const other = await connect(world);
     const path = routes.proxy(one.connection.id, 'users.me');
     const statuses: number[] = [];
     for (let i = 0; i < 6; i++)
@@ -92,7 +93,7 @@ describe('API calls of one session', () => {
     expect(limited.headers['retry-after']).toBe('12');
     const otherPath = routes.proxy(other.connection.id, 'users.me');
     expect((await get(otherPath, other.session_token, '127.0.0.5')).status).toBe(200);
-    stack.clock.advance(12_000);
+    world.clock.advance(12_000);
     expect((await get(path, one.session_token, '127.0.0.5')).status).toBe(200);
   });
 });

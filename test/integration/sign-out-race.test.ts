@@ -3,20 +3,18 @@ import { createHash } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { authorize, call, connect, redeem } from '../support/flow.ts';
 import { dumpRedis } from '../support/leaks.ts';
-import type { Stack } from '../support/stack.ts';
-import { useStack } from '../support/use-stack.ts';
+import { useWorld } from '../support/world.ts';
 
-let stack: Stack;
-useStack((started) => (stack = started));
+const world = useWorld({}, { resetSandbox: true, expectNoLeaks: true });
 
 it('a join that races a sign-out leaves nothing behind under the ended session', async () => {
-  const { session_token: token } = await connect(stack);
+  const { session_token: token } = await connect(world);
   const sid = createHash('sha256').update(token).digest('base64url');
-  const second = stack.sandbox.sandbox.accounts[0]!.licenses[1]!.id;
-  const { result, verifier } = await authorize(stack, { licenseId: second });
+  const second = world.sandbox.sandbox.accounts[0]!.licenses[1]!.id;
+  const { result, verifier } = await authorize(world, { licenseId: second });
 
   // Hold the join's first record write until the sign-out has finished.
-  const store = stack.broker.store;
+  const store = world.broker.store;
   const write = store.setVersioned.bind(store);
   let reached!: () => void;
   const atWrite = new Promise<void>((resolve) => (reached = resolve));
@@ -29,11 +27,11 @@ it('a join that races a sign-out leaves nothing behind under the ended session',
     return write(...args);
   };
 
-  const join = redeem(stack, result.searchParams.get('handoff')!, verifier, token);
+  const join = redeem(world, result.searchParams.get('handoff')!, verifier, token);
   await atWrite;
-  expect((await call(stack, routes.session, token, { method: 'DELETE' })).status).toBe(204);
+  expect((await call(world, routes.session, token, { method: 'DELETE' })).status).toBe(204);
   release();
 
   expect((await join).status).toBe(401);
-  expect((await dumpRedis(stack.redis.url)).filter((line) => line.includes(sid))).toEqual([]);
+  expect((await dumpRedis(world.redis.url)).filter((line) => line.includes(sid))).toEqual([]);
 });

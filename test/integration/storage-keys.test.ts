@@ -1,10 +1,10 @@
 import { routes } from '@baton/shared';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { documentedKeysHere } from '../bench/layout.ts';
 import { call, connect } from '../support/flow.ts';
-import { startStack, type Stack } from '../support/stack.ts';
 import { documented, keysTsNames, surveyStorage } from '../support/storage-keys.ts';
 import { until } from '../support/wait.ts';
+import { useWorld } from '../support/world.ts';
 
 /**
  * docs/architecture.md's "Storage keys" list is the truth about Redis: every key `keys.ts` can
@@ -29,43 +29,39 @@ describe('the storage keys list', () => {
 });
 
 describe('what a real Redis holds after every flow', () => {
-  let stack: Stack;
-  beforeAll(async () => {
-    stack = await startStack({
-      metrics: true,
-      env: {
-        // Nothing listens on port 9: every delivery fails, so outboxes and schedules stay.
-        EVENTS_WEBHOOK_URL: 'http://127.0.0.1:9/hooks',
-        EVENTS_WEBHOOK_SECRET: `whsec_${Buffer.alloc(32, 7).toString('base64')}`,
-      },
-    });
+  const world = useWorld({
+    metrics: true,
+    env: {
+      // Nothing listens on port 9: every delivery fails, so outboxes and schedules stay.
+      EVENTS_WEBHOOK_URL: 'http://127.0.0.1:9/hooks',
+      EVENTS_WEBHOOK_SECRET: `whsec_${Buffer.alloc(32, 7).toString('base64')}`,
+    },
   });
-  afterAll(() => stack?.close());
 
   it('is all on the list, each key with a TTL', async () => {
-    const kept = await connect(stack);
-    const usersMe = (token: string, id: string) => call(stack, routes.proxy(id, 'users.me'), token);
+    const kept = await connect(world);
+    const usersMe = (token: string, id: string) => call(world, routes.proxy(id, 'users.me'), token);
     expect((await usersMe(kept.session_token, kept.connection.id)).status).toBe(200);
 
     // A refresh the provider fails: the connection's back-off and its lock.
-    stack.clock.advance(3600 * 1000);
-    stack.sandbox.sandbox.control.addFault({ target: 'token', kind: 'status', status: 503 });
+    world.clock.advance(3600 * 1000);
+    world.control.addFault({ target: 'token', kind: 'status', status: 503 });
     await usersMe(kept.session_token, kept.connection.id);
-    stack.sandbox.sandbox.control.clearFaults();
+    world.control.clearFaults();
 
-    const ended = await connect(stack);
+    const ended = await connect(world);
     expect(
-      (await call(stack, routes.session, ended.session_token, { method: 'DELETE' })).status,
+      (await call(world, routes.session, ended.session_token, { method: 'DELETE' })).status,
     ).toBe(204);
     // The first delivery attempt failed: its count is kept beside the outbox.
     await until(
-      async () => (await surveyStorage(stack.redis.url)).kinds.has('baton:{sid}:outbox:attempts'),
+      async () => (await surveyStorage(world.redis.url)).kinds.has('baton:{sid}:outbox:attempts'),
       {
         what: 'a failed delivery',
       },
     );
 
-    const { kinds, problems } = await surveyStorage(stack.redis.url);
+    const { kinds, problems } = await surveyStorage(world.redis.url);
     expect(problems).toEqual([]);
     // Checked against enough to mean something: a kind of each part that writes.
     for (const kind of [

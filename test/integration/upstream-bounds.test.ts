@@ -5,15 +5,13 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectVia } from '../support/client.ts';
 import { connect, TestBrowser } from '../support/flow.ts';
-import type { Stack } from '../support/stack.ts';
-import { useStack } from '../support/use-stack.ts';
+import { useWorld } from '../support/world.ts';
 
 /**
  * A license API that answers too much or too slowly, on an allowlisted origin: in front of the
  * sandbox (which still runs the token endpoint), serving a few hostile paths of its own.
  */
 const MAX = 1024 * 1024;
-let stack: Stack;
 let hostile: Server;
 let origin = '';
 const sockets = { cut: 0 };
@@ -49,7 +47,7 @@ beforeAll(async () => {
       return;
     }
     if (path.endsWith('/silent')) return; // never answers
-    const target = new URL(stack.sandbox.url);
+    const target = new URL(world.sandbox.url);
     const upstream = request(
       { host: target.hostname, port: target.port, method: req.method, path, headers: req.headers },
       (answer) => {
@@ -70,16 +68,16 @@ afterAll(async () => {
   await new Promise((resolve) => hostile.close(resolve));
 });
 
-/** Filled in once the hostile API listens, before the stack starts (hooks run in order). */
+/** Filled in once the hostile API listens, before the world starts (hooks run in order). */
 const alsoAllowed: string[] = [];
-useStack((started) => (stack = started), {
-  env: { PROXY_MAX_ANSWER_BYTES: String(MAX), PROXY_TIMEOUT_MS: '600' },
-  alsoAllowed,
-});
+const world = useWorld(
+  { env: { PROXY_MAX_ANSWER_BYTES: String(MAX), PROXY_TIMEOUT_MS: '600' }, alsoAllowed },
+  { resetSandbox: true, expectNoLeaks: true },
+);
 
 async function hostileConnection() {
-  const client = new TestBrowser(stack);
-  stack.sandbox.sandbox.control.setConsent({ mode: 'approve', licenseId: 'lic-1001' });
+  const client = new TestBrowser(world);
+  world.sandbox.sandbox.control.setConsent({ mode: 'approve', licenseId: 'lic-1001' });
   const session = await connectVia(client, {
     start: 0,
     callback: 0,
@@ -91,7 +89,7 @@ async function hostileConnection() {
 }
 
 const get = (session: { token: string; id: string }, path: string) =>
-  fetch(new URL(routes.proxy(session.id, path), stack.broker.url), {
+  fetch(new URL(routes.proxy(session.id, path), world.broker.url), {
     headers: { authorization: `Bearer ${session.token}` },
   });
 
@@ -127,10 +125,10 @@ describe('a license API that answers too much or too slowly', () => {
   });
 
   it('the token endpoint under api_url is no API path: refused, and never reached', async () => {
-    const { session_token: token, connection } = await connect(stack);
-    const before = stack.sandbox.sandbox.control.requests().length;
+    const { session_token: token, connection } = await connect(world);
+    const before = world.sandbox.sandbox.control.requests().length;
     for (const path of ['oauth2/access_token', 'OAuth2/access_token', 'oauth%32/access_token']) {
-      const answer = await fetch(new URL(routes.proxy(connection.id, path), stack.broker.url), {
+      const answer = await fetch(new URL(routes.proxy(connection.id, path), world.broker.url), {
         method: 'POST',
         headers: {
           authorization: `Bearer ${token}`,
@@ -141,6 +139,6 @@ describe('a license API that answers too much or too slowly', () => {
       expect(answer.status).toBe(400);
       expect(answer.headers.get(BROKER_ERROR_HEADER)).toBe('invalid_request');
     }
-    expect(stack.sandbox.sandbox.control.requests().slice(before)).toEqual([]);
+    expect(world.sandbox.sandbox.control.requests().slice(before)).toEqual([]);
   });
 });

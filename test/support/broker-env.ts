@@ -1,10 +1,19 @@
 import { randomBytes } from 'node:crypto';
-import { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from './stack.ts';
+
+/**
+ * The one integration every test world registers at the sandbox and gives its brokers (the
+ * recorded upgrade fixture keeps its own). Import them from world.ts.
+ */
+export const CLIENT_ID = 'baton-test';
+export const CLIENT_SECRET = 'sbx_secret_integration-tests-0123456789abcdef';
+/** The extension's redirect URL the brokers allow (EXTENSION_REDIRECT_URLS). */
+export const EXTENSION_REDIRECT = 'https://test-extension.chromiumapp.org/';
 
 export interface BrokerEnvOptions {
   /** The provider's address as the broker sees it (the sandbox, or the TLS terminator before it). */
   providerUrl: string;
-  publicUrl: string;
+  /** Absent: a broker answers at its own address (BrokerProcess and in-process.ts default it). */
+  publicUrl?: string | undefined;
   /** Where its Redis is: `{ REDIS_URL }`, `{ REDIS_SENTINEL }` or `{ REDIS_CLUSTER_NODES }`. */
   redis: Record<string, string>;
   /** Further api_url origins the allowlist accepts (a gate, a wildcard). */
@@ -25,16 +34,16 @@ export interface BrokerEnvOptions {
 }
 
 /**
- * The one way every test world builds a broker's environment: the test client, fresh secrets,
- * the sandbox as provider, a Redis, then what the world changes. Worlds differ only in these
- * parameters (how many brokers, in process or not, which Redis topology, TLS in front or not).
+ * A broker's environment: the test client, fresh secrets, the sandbox as provider, a Redis, then
+ * what the caller changes. world.ts builds every world's with it; a script that runs an earlier
+ * release's broker with a client of its own (test/upgrade/record.ts) uses it directly.
  */
 export function brokerEnv(options: BrokerEnvOptions): Record<string, string> {
   return {
     AUTH_URL: options.providerUrl,
     CLIENT_ID: options.client?.id ?? CLIENT_ID,
     CLIENT_SECRET: options.client?.secret ?? CLIENT_SECRET,
-    PUBLIC_URL: options.publicUrl,
+    ...(options.publicUrl === undefined ? {} : { PUBLIC_URL: options.publicUrl }),
     API_URL_ALLOWLIST: [options.providerUrl, ...(options.alsoAllowed ?? [])].join(','),
     ...(options.extensionRedirectUrls === null
       ? {}

@@ -8,7 +8,7 @@ import {
 } from '@baton/shared';
 import { connect as netConnect } from 'node:net';
 import { Agent, fetch, type Dispatcher } from 'undici';
-import { EXTENSION_REDIRECT } from './stack.ts';
+import { EXTENSION_REDIRECT } from './broker-env.ts';
 
 /**
  * Several brokers behind one public origin, as behind a load balancer: the browser and the

@@ -12,7 +12,7 @@ import type {
 /**
  * The contract test: docs/openapi.json against the broker's real answers. `Contract` says whether
  * one answer conforms (its schemas compiled by Ajv, JSON Schema 2020-12 as OpenAPI 3.1 uses it);
- * `observed` wraps the request listener of the brokers that startBroker (stack.ts) starts, so that
+ * `observed` wraps the request listener of the in-process brokers (in-process.ts), so that
  * every answer they send to any client of a test is checked as it ends, when a setup file turned
  * checking on (contract-setup.ts, the integration project's).
  */

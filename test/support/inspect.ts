@@ -58,13 +58,12 @@ export function storedConnection(
   session: { token: string; id: string },
 ): Promise<{ version: number; kid: string } | null> {
   return withClient(url, async (client) => {
-    const [version, blob] = await client.hmGet(
-      `baton:{${sidOf(session.token)}}:connection:${session.id}`,
-      ['v', 'd'],
-    );
-    if (version === null || version === undefined || blob === null || blob === undefined)
-      return null;
-    return { version: Number(version), kid: blob.split('.')[0] ?? '' };
+    // One string, `<version>:<sealed value>` (data format 2).
+    const raw = await client.get(`baton:{${sidOf(session.token)}}:connection:${session.id}`);
+    const colon = raw?.indexOf(':') ?? -1;
+    if (raw === null || colon <= 0) return null;
+    const blob = raw.slice(colon + 1);
+    return { version: Number(raw.slice(0, colon)), kid: blob.split('.')[0] ?? '' };
   });
 }
 

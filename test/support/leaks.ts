@@ -1,7 +1,7 @@
 import { createClient } from 'redis';
 import { expect } from 'vitest';
-import type { Stack } from './stack.ts';
 import { surveyStorage } from './storage-keys.ts';
+import type { World } from './world.ts';
 
 /** Every value in Redis, whatever its type, as text. */
 export async function dumpRedis(url: string): Promise<string[]> {
@@ -27,18 +27,24 @@ export async function dumpRedis(url: string): Promise<string[]> {
 
 /**
  * No secret the sandbox ever issued or knows (client secret, codes, tokens) appears in Redis or in
- * any captured log line. Checks it found something to look for, so it cannot pass on no data.
- * Every key left in Redis is documented (docs/architecture.md's storage keys) and has a TTL.
+ * the log of any broker in process. Checks it found something to look for, so it cannot pass on no
+ * data. Every key left in Redis is documented (docs/architecture.md's storage keys) and has a TTL.
  */
-export async function expectNoLeaks(stack: Stack, extra: string[] = []): Promise<void> {
-  const secrets = [...stack.sandbox.sandbox.control.secrets(), ...extra];
+export async function expectNoLeaks(
+  world: World<{ url: string }>,
+  extra: string[] = [],
+): Promise<void> {
+  const secrets = [...world.control.secrets(), ...extra];
   expect(secrets.length).toBeGreaterThan(0);
-  const haystacks = [...(await dumpRedis(stack.redis.url)), ...stack.broker.logs.lines];
+  const haystacks = [
+    ...(await dumpRedis(world.redis.url)),
+    ...world.brokers.flatMap((broker) => broker.logs.lines),
+  ];
   expect(haystacks.length).toBeGreaterThan(0);
   for (const secret of secrets) {
     const found = haystacks.find((text) => text.includes(secret));
     expect(found, `a secret (${secret.slice(0, 12)}…) leaked`).toBeUndefined();
   }
   // And every key the flows left is on docs/architecture.md's list, with a TTL.
-  expect((await surveyStorage(stack.redis.url)).problems).toEqual([]);
+  expect((await surveyStorage(world.redis.url)).problems).toEqual([]);
 }

@@ -1,4 +1,4 @@
-import { startSandbox, type RunningSandbox } from '@baton/sandbox';
+import type { RunningSandbox } from '@baton/sandbox';
 import {
   codeChallengeS256,
   createCodeVerifier,
@@ -8,14 +8,8 @@ import {
 } from '@baton/shared';
 import { Agent, fetch, type Response } from 'undici';
 import { expect } from 'vitest';
-import { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from './stack.ts';
-import {
-  removeCertificate,
-  selfSignedCertificate,
-  startTlsTerminator,
-  type TestCertificate,
-  type TlsTerminator,
-} from './tls.ts';
+import type { TestCertificate, TlsTerminator } from './tls.ts';
+import { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT, startWorld } from './world.ts';
 
 /** The public origin the production tests give the broker (behind a TLS-terminating balancer). */
 export const PUBLIC_URL = 'https://broker.baton.test';
@@ -162,28 +156,15 @@ export interface TlsProvider {
 }
 
 /**
- * The sandbox behind TLS (production insists on https), with a certificate made for this run and
- * the test integration registered for a broker at PUBLIC_URL.
+ * A world's provider behind TLS (startWorld's `tls`), for test/image/image.test.ts until it starts
+ * the world itself; its Redis goes unused there.
  */
 export async function startTlsProvider(): Promise<TlsProvider> {
-  const certificate = await selfSignedCertificate();
-  let sandboxPublicUrl = '';
-  const sandbox = await startSandbox({ control: true, publicUrl: () => sandboxPublicUrl });
-  const tls = await startTlsTerminator(certificate, sandbox.port);
-  sandboxPublicUrl = tls.url;
-  sandbox.sandbox.control.registerClient({
-    client_id: CLIENT_ID,
-    client_secret: CLIENT_SECRET,
-    redirect_uris: [`${PUBLIC_URL}/auth/callback`],
-  });
+  const world = await startWorld({ brokers: { processes: 0 }, tls: true, publicUrl: PUBLIC_URL });
   return {
-    certificate,
-    sandbox,
-    tls,
-    async close() {
-      await tls.close();
-      await sandbox.close();
-      await removeCertificate(certificate);
-    },
+    certificate: world.tls.certificate,
+    sandbox: world.sandbox,
+    tls: world.tls.terminator,
+    close: () => world.close(),
   };
 }

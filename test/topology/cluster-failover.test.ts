@@ -5,9 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, expect, it } from 'vitest';
 import { connectVia } from '../support/client.ts';
-import { RedisCluster } from '../support/redis-cluster.ts';
 import { until } from '../support/wait.ts';
-import { useTopologyWorld } from './world.ts';
+import { redisCluster } from '../support/world.ts';
+import { useTopology } from './topology.ts';
 
 const ADMIN = fileURLToPath(new URL('../../server/src/admin.ts', import.meta.url));
 /** What docs/operations.md promises: the heartbeat's liveness window plus one command's bound. */
@@ -15,18 +15,15 @@ const BOUND_MS = 1000 + 1000;
 /** What a loaded 2-core machine may add to it: heartbeats and probes are real-time timers here. */
 const SLACK_MS = 3000;
 
-const world = useTopologyWorld(async () => {
-  const cluster = await RedisCluster.start({ masters: 3, replicas: 1 });
-  return { cluster, env: { REDIS_CLUSTER_NODES: cluster.rootNodes }, stop: () => cluster.stop() };
-});
+const world = useTopology(redisCluster({ masters: 3, replicas: 1 }));
 // Runs before the world stops its servers (hooks unwind in reverse): a node still SIGSTOPped by
 // a failed test would never exit.
 afterAll(() => {
-  for (const server of world.redis.cluster.servers) server.resume();
+  for (const server of world.redis.servers) server.resume();
 });
 
 it("a session revoked while its slot's master hangs is refused on every broker within the bound", async () => {
-  const { cluster } = world.redis;
+  const cluster = world.redis;
   const client = world.client();
   world.control.setConsent({ mode: 'approve', licenseId: 'lic-1001' });
   const session = await connectVia(client);

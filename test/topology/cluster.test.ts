@@ -2,16 +2,13 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { RedisCluster } from '../support/redis-cluster.ts';
 import { topologyScenarios } from './scenarios.ts';
-import { useTopologyWorld } from './world.ts';
+import { redisCluster } from '../support/world.ts';
+import { useTopology } from './topology.ts';
 
 const ADMIN = fileURLToPath(new URL('../../server/src/admin.ts', import.meta.url));
 
-const world = useTopologyWorld(async () => {
-  const cluster = await RedisCluster.start({ masters: 3 });
-  return { cluster, env: { REDIS_CLUSTER_NODES: cluster.rootNodes }, stop: () => cluster.stop() };
-});
+const world = useTopology(redisCluster({ masters: 3 }));
 
 describe('Redis Cluster (3 masters), three broker instances', () => {
   topologyScenarios(world);

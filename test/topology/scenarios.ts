@@ -1,7 +1,7 @@
 import { connectionsResponseSchema, routes } from '@baton/shared';
 import { expect, it } from 'vitest';
 import { callApi, connectVia, type Client, type Connected } from '../support/client.ts';
-import type { Deployment, TopologyWorld } from './world.ts';
+import type { World } from '../support/world.ts';
 
 const LICENSE = 'lic-1001';
 
@@ -28,7 +28,7 @@ export async function listed(client: Client, via: number, session: Connected): P
 }
 
 /** What must hold on every Redis topology, with three broker processes sharing it. */
-export function topologyScenarios<D extends Deployment>(world: TopologyWorld<D>): void {
+export function topologyScenarios<R>(world: World<R>): void {
   it('the whole flow across instances: start on one, callback on another, redeem on a third, calls on each', async () => {
     const client = world.client();
     try {

@@ -2,15 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { callApi, connectVia, type Connected } from '../support/client.ts';
 import { redisCli } from '../support/redis-cluster.ts';
 import { until } from '../support/wait.ts';
-import { RedisSentinelSet } from '../support/redis-sentinel.ts';
 import { listed, topologyScenarios } from './scenarios.ts';
-import { useTopologyWorld } from './world.ts';
+import { redisSentinel } from '../support/world.ts';
+import { useTopology } from './topology.ts';
 
-const world = useTopologyWorld(async () => {
-  const set = await RedisSentinelSet.start();
-  // REDIS_WAIT_REPLICAS is 1 by default with Sentinel: every durable write waits for the replica.
-  return { set, env: { REDIS_SENTINEL: set.env }, stop: () => set.stop() };
-});
+const world = useTopology(redisSentinel());
 
 /** WAIT commands the master has run, from its INFO commandstats. */
 async function waits(port: number): Promise<number> {
@@ -34,7 +30,7 @@ describe('Redis Sentinel (a master, a replica, three sentinels), three broker in
       for (const license of LICENSES) world.control.expireAccessTokens(license);
       for (const [index, session] of sessions.entries())
         expect((await callApi(client, index, session)).status).toBe(200);
-      const master = await world.redis.set.currentMaster();
+      const master = await world.redis.currentMaster();
       expect(await waits(master.port)).toBeGreaterThan(0);
 
       // Rounds of calls keep coming through all three while the master dies, each round after
@@ -63,9 +59,9 @@ describe('Redis Sentinel (a master, a replica, three sentinels), three broker in
           );
         }
       })();
-      await world.redis.set.killMaster();
-      const promoted = await world.redis.set.waitForFailover(master);
-      await world.ready();
+      await world.redis.killMaster();
+      const promoted = await world.redis.waitForFailover(master);
+      await world.ready(20_000);
       const roundsAtReady = rounds;
       await until(() => rounds >= roundsAtReady + 3, { what: 'three more rounds of calls' });
       running = false;

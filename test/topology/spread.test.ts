@@ -9,9 +9,9 @@ import {
 import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisCluster, redisCli } from '../support/redis-cluster.ts';
-import { CLIENT_ID, CLIENT_SECRET } from '../support/stack.ts';
-import { PUBLIC_URL, useTopologyWorld } from './world.ts';
+import { redisCli, type RedisCluster } from '../support/redis-cluster.ts';
+import { CLIENT_ID, CLIENT_SECRET, redisCluster } from '../support/world.ts';
+import { PUBLIC_URL, useTopology } from './topology.ts';
 
 /**
  * Issue 31's Cluster spread: with S6's sessions (test/bench/s6.ts: one connection each, made by
@@ -43,10 +43,7 @@ const UPKEEP = new Set([
   'slowlog',
 ]);
 
-const world = useTopologyWorld(async () => {
-  const cluster = await RedisCluster.start({ masters: 3 });
-  return { cluster, env: { REDIS_CLUSTER_NODES: cluster.rootNodes }, stop: () => cluster.stop() };
-});
+const world = useTopology(redisCluster({ masters: 3 }));
 
 /** Keys on each master (INFO keyspace), in the cluster's node order. */
 async function keysPerMaster(cluster: RedisCluster): Promise<number[]> {
@@ -142,8 +139,8 @@ describe('Redis Cluster (3 masters): S6 sessions spread over the masters', () =>
   let store: Store | undefined;
   beforeAll(async () => {
     const config = loadConfig(world.env);
-    if (!config.redis) throw new Error('the world gave the brokers no Redis');
-    const redis = createRedis(config.redis, { cacheEntries: 0 });
+    if (!config.redis.topology) throw new Error('the world gave the brokers no Redis');
+    const redis = createRedis(config.redis.topology, { cacheEntries: 0 });
     redis.client.on('error', () => {});
     await redis.client.connect();
     store = createRedisStore(redis);
@@ -154,7 +151,7 @@ describe('Redis Cluster (3 masters): S6 sessions spread over the masters', () =>
   });
 
   it(`${SESSIONS.toLocaleString('en-US')} sessions and ${CALLS.toLocaleString('en-US')} calls over random ones: keys and data commands per master within ±15 % of the mean`, async () => {
-    const { cluster } = world.redis;
+    const cluster = world.redis;
     const services = composeServices({
       config: loadConfig(world.env),
       store: store!,
@@ -196,7 +193,7 @@ describe('Redis Cluster (3 masters): S6 sessions spread over the masters', () =>
         while (sent < CALLS) {
           sent++;
           const session = made[Math.floor(Math.random() * made.length)]!;
-          const broker = world.brokers[Math.floor(Math.random() * world.brokers.length)]!;
+          const broker = world.processes[Math.floor(Math.random() * world.processes.length)]!;
           const answer = await request(
             `${broker.url}/connections/${session.connectionId}/api/users.me`,
             { dispatcher: agent, headers: { authorization: `Bearer ${session.token}` } },

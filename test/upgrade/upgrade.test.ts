@@ -1,16 +1,14 @@
-import { startSandbox, type RunningSandbox } from '@baton/sandbox';
 import { createAdmin, createRedisClient, parseKeyring, scanKeys, standalone } from '@baton/server';
 import { connectionsResponseSchema, routes } from '@baton/shared';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { brokerEnv } from '../support/broker-env.ts';
 import { callApi, Client } from '../support/client.ts';
 import { TestClock } from '../support/clock.ts';
 import { BrokerProcess } from '../support/process.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { RedisServer } from '../support/redis.ts';
-import { startBroker, type Broker } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
+import { startWorld, type Broker, type World } from '../support/world.ts';
 import { loadFixture, type RecordedSession } from './fixture.ts';
 import { restoreKeys } from './keyspace.ts';
 
@@ -94,56 +92,40 @@ class Events {
   }
 }
 
-let redis: RedisServer;
+let world: World;
 let reader: ReturnType<typeof createRedisClient>;
-let clock: TestClock;
-let sandbox: RunningSandbox;
 let receiver: Receiver;
 const events = new Events();
 let startUp: { lines: string[]; exit: number | null; format: string | null; left: string[] };
 let broker: Broker;
 let client: Client;
 
-/** The recorded settings (same secrets, same client; events off), the sandbox, and this Redis. */
-const envOf = (extra: Record<string, string> = {}): Record<string, string> =>
-  brokerEnv({
-    providerUrl: fixture.sandboxUrl,
-    publicUrl: fixture.publicUrl,
-    redis: { REDIS_URL: redis.url },
-    extra: { ...settings, ...extra },
-  });
-
 beforeAll(async () => {
-  redis = await RedisServer.start();
-  reader = createRedisClient(redis.url);
+  // The recorded settings (same secrets, same client; events off), the sandbox where the records
+  // say it is, on a clock an hour past the recording, and a Redis of the world's own.
+  const { hostname, port } = new URL(fixture.sandboxUrl);
+  world = await startWorld({
+    brokers: { processes: 0 },
+    clock: new TestClock(fixture.recordedAt + HOUR),
+    sandbox: { host: hostname, port: Number(port) },
+    client: { id: fixture.env.CLIENT_ID!, secret: fixture.env.CLIENT_SECRET! },
+    publicUrl: fixture.publicUrl,
+    env: settings,
+    metrics: true,
+  });
+  reader = createRedisClient(world.redis.url);
   await reader.connect();
   // The connections index of 0.1.0 is scored by expiry on Redis's own clock (TIME).
   await restoreKeys(reader, fixture.keys, (key) =>
     key.startsWith('baton:{stats}:connections:') ? Date.now() - fixture.recordedAt : 0,
   );
-
-  clock = new TestClock(fixture.recordedAt + HOUR);
-  const { hostname, port } = new URL(fixture.sandboxUrl);
-  sandbox = await startSandbox({
-    control: true,
-    clients: [],
-    now: clock.now,
-    host: hostname,
-    port: Number(port),
-  });
-  const { control } = sandbox.sandbox;
-  control.registerClient({
-    client_id: fixture.env.CLIENT_ID!,
-    client_secret: fixture.env.CLIENT_SECRET!,
-    redirect_uris: [`${fixture.publicUrl}/auth/callback`],
-  });
-  control.importTokens(fixture.tokens);
+  world.control.importTokens(fixture.tokens);
   receiver = await startReceiver((req, body, res) => {
     res.writeHead(events.handle(req.headers, body)).end();
   });
 
   // Started as deployed, without the webhook (its deliveries would be on the real clock).
-  const deployed = await BrokerProcess.start(envOf());
+  const deployed = await world.startProcess();
   const exit = await deployed.stop();
   startUp = {
     lines: deployed.lines,
@@ -152,16 +134,10 @@ beforeAll(async () => {
     left: await leftovers(),
   };
 
-  broker = await startBroker({
-    redis,
-    sandbox,
-    clock,
-    metrics: true,
-    env: envOf({
-      EVENTS_WEBHOOK_URL: `${receiver.origin}/hooks/baton`,
-      EVENTS_WEBHOOK_SECRET: webhookSecret,
-      METRICS_TOKEN,
-    }),
+  broker = await world.startBroker({
+    EVENTS_WEBHOOK_URL: `${receiver.origin}/hooks/baton`,
+    EVENTS_WEBHOOK_SECRET: webhookSecret,
+    METRICS_TOKEN,
   });
   client = new Client({ publicUrl: fixture.publicUrl, instances: [broker.url] });
 });
@@ -170,9 +146,8 @@ afterAll(async () => {
   await client?.close();
   await broker?.close();
   await receiver?.close();
-  await sandbox?.close();
   if (reader?.isOpen) await reader.close();
-  await redis?.[Symbol.asyncDispose]();
+  await world?.close();
 });
 
 /** Keys of the previous layout still in Redis. */
@@ -230,7 +205,7 @@ describe(`this release on a Redis written by ${fixture.release} (${fixture.revis
       const me = (await response.json()) as { license: { id: string } };
       expect(me.license.id).toBe(connection.license);
     }
-    expect(sandbox.sandbox.control.counters()).toMatchObject({
+    expect(world.control.counters()).toMatchObject({
       refreshes: connected.length,
       reuse_detected: 0,
       token_errors: 0,
@@ -239,13 +214,13 @@ describe(`this release on a Redis written by ${fixture.release} (${fixture.revis
 
   it('keeps the disconnected one disconnected, without asking the provider', async () => {
     expect(disconnected.length).toBeGreaterThan(0);
-    const before = sandbox.sandbox.control.counters();
+    const before = world.control.counters();
     for (const { session, connection } of disconnected) {
       const response = await callApi(client, 0, { token: session.token, id: connection.id });
       expect(response.status).toBe(401);
       expect(await response.json()).toMatchObject({ error: 'reauthorization_required' });
     }
-    expect(sandbox.sandbox.control.counters()).toEqual(before);
+    expect(world.control.counters()).toEqual(before);
   });
 
   it('delivers every event that waited, each once, in order, signed on the clock', async () => {
@@ -259,7 +234,7 @@ describe(`this release on a Redis written by ${fixture.release} (${fixture.revis
       expect(events.of(session), session.story).toEqual(session.events);
     expect(events.delivered).toHaveLength(waiting.length);
     expect(events.requests).toHaveLength(waiting.length);
-    const now = String(Math.floor(clock.now() / 1000));
+    const now = String(Math.floor(world.clock.now() / 1000));
     expect(new Set(events.delivered.map(({ signedAt }) => signedAt))).toEqual(new Set([now]));
   });
 
@@ -309,10 +284,7 @@ describe('a Redis of a newer data format than this release knows', () => {
     await writer.connect();
     await writer.set('baton:format', String(FORMAT + 1));
     await writer.close();
-    const outcome = await BrokerProcess.start({
-      ...envOf(),
-      REDIS_URL: newer.url,
-    }).then(
+    const outcome = await BrokerProcess.start({ ...world.env, REDIS_URL: newer.url }).then(
       async (started) => {
         await started.stop('SIGKILL');
         return 'it started and listened';

@@ -1,0 +1,120 @@
+import {
+  composeServices,
+  configureServer,
+  createApp,
+  createDelivery,
+  createLogger,
+  createOutbox,
+  createMetrics,
+  createRedis,
+  loadConfig,
+  storeDeps,
+  upgradeFormat,
+  type BrokerApp,
+  type Store,
+} from '@baton/server';
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Agent } from 'undici';
+import { observed } from './contract.ts';
+import { LogCapture } from './logs.ts';
+
+/** A broker in the test's process (world.ts starts them: `startWorld`, `world.startBroker`). */
+export interface Broker {
+  url: string;
+  broker: BrokerApp;
+  store: Store;
+  logs: LogCapture;
+  close(): Promise<void>;
+}
+
+/**
+ * The broker composed as main.ts composes it, from `env` (PUBLIC_URL defaults to its own address),
+ * on a real socket, with `now` as its clock: what a test needs to move time without waiting.
+ */
+export async function startInProcess(
+  env: Record<string, string>,
+  options: { now: () => number; metrics?: boolean },
+): Promise<Broker> {
+  const server: Server = configureServer(createServer());
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  const config = loadConfig({ PUBLIC_URL: url, ...env });
+  const logs = new LogCapture();
+  const log = createLogger(config.logLevel, logs);
+  const { now } = options;
+  // As main.ts does: the client-side cache on, so every suite exercises its invalidation.
+  const redis = createRedis(
+    config.redis.topology ?? { mode: 'standalone', url: env.REDIS_URL ?? '' },
+    { cacheEntries: config.redis.cacheEntries },
+  );
+  redis.client.on('error', () => {});
+  await redis.client.connect();
+  const stores = storeDeps(redis);
+  // As main.ts does: the store brought to this release's data format before anything is served.
+  await upgradeFormat(stores.store, now);
+  const { store } = stores;
+  const dispatcher = new Agent();
+  // EVENTS_WEBHOOK_URL in `env`: events are recorded and delivered as main.ts does, on the clock.
+  const delivery = config.events.webhook
+    ? createDelivery({
+        ...config.events.webhook,
+        store,
+        fetch,
+        now,
+        log,
+        limits: config.events.limits,
+      })
+    : undefined;
+  const events = delivery
+    ? createOutbox({
+        store,
+        now,
+        limits: config.events.limits,
+        wake: () => delivery.wake(),
+        onFull: (sid) => delivery.trim(sid),
+      })
+    : undefined;
+  delivery?.start();
+  const metrics = options.metrics ? createMetrics() : undefined;
+  if (delivery) metrics?.observeEvents(delivery);
+  const services = composeServices({
+    config,
+    store,
+    dispatcher,
+    log,
+    now,
+    ...(events ? { events } : {}),
+  });
+  const broker = createApp({
+    config,
+    ...stores,
+    dispatcher,
+    log,
+    services,
+    ...(metrics ? { metrics } : {}),
+  });
+  // Checked against docs/openapi.json where the suite asks for it (contract-setup.ts).
+  server.on('request', observed(broker.app));
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    broker,
+    store,
+    logs,
+    // Once: the test may stop a broker of its own before the world stops every one.
+    close() {
+      closing ??= (async () => {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+        await delivery?.stop();
+        await dispatcher.close();
+        if (redis.client.isOpen) await redis.client.close();
+      })();
+      return closing;
+    },
+  };
+}
