@@ -53,6 +53,8 @@ describe.each([
     world = await startWorld({
       brokers: { processes: 1, ports: [port] },
       extensionRedirectUrls: null,
+      // A browser's sign-ins back to back: a fast host makes more than 60 a minute on /auth.
+      env: { AUTH_RATE_LIMIT: '600' },
     });
     browser = await launch();
     popup = await browser.openPopup();

@@ -197,6 +197,7 @@ function assemble(
       },
       failureLimit: values.SESSION_FAILURE_LIMIT,
       rateLimit: values.SESSION_RATE_LIMIT,
+      signInLimit: values.AUTH_RATE_LIMIT,
     },
     shutdown: { delayMs: values.SHUTDOWN_DELAY_MS, timeoutMs: values.SHUTDOWN_TIMEOUT_MS },
     metrics: { token: values.METRICS_TOKEN, port: values.METRICS_PORT },

@@ -62,6 +62,11 @@ export interface Config {
     failureLimit: number;
     /** Calls one session may make per minute, per instance (0: no limit). */
     rateLimit: number;
+    /**
+     * Requests to /auth/* one client address may make per minute, across instances
+     * (AUTH_RATE_LIMIT, default 60: raise it where many users share an address).
+     */
+    signInLimit: number;
   };
   shutdown: {
     /** On SIGTERM, stay up but not ready this long first (SHUTDOWN_DELAY_MS, default 0). */

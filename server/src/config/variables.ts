@@ -83,6 +83,7 @@ export const schema = z.object({
     .optional(),
   SESSION_FAILURE_LIMIT: z.coerce.number().int().min(1).max(100_000).default(30),
   SESSION_RATE_LIMIT: z.coerce.number().int().min(0).max(10_000_000).default(600),
+  AUTH_RATE_LIMIT: z.coerce.number().int().min(1).max(1_000_000).default(60),
   METRICS_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   EVENTS_WEBHOOK_URL: httpUrl.optional(),

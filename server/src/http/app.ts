@@ -135,7 +135,7 @@ export function createApp(deps: AppDeps): BrokerApp {
 
   app.use(
     routeTemplates.auth,
-    limiter('auth', 60),
+    limiter('auth', config.sessions.signInLimit),
     session({
       store: deps.sessionStore,
       name: https ? '__Host-baton.auth' : 'baton.auth',
