@@ -8,6 +8,8 @@
  * measured), as S1's: back to back, or in turns of `--open-slice` ms. Each figure is a ratio
  * against the bare proxy (or the upstream) of the same round. Revisions are checked out as
  * detached git worktrees, each installed (offline where it can) from this checkout's pnpm store.
+ * A revision before data format 2 (release 0.1.0, 77b69d7) needs `--data-format 1`: the sessions
+ * are then written as it left them, which this checkout reads too (format1.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { openLoopInterleaved, wrk } from './loadgen.ts';
 import { cpuMs, type Proc } from './procs.ts';
 import { direct, median, spread, viaBroker, writeLines, type Spread } from './scenarios.ts';
+import { asFormat1 } from './format1.ts';
 import { BenchStack } from './stack.ts';
 import { checkoutRevision, git } from '../support/revision.ts';
 
@@ -28,6 +31,8 @@ const { values } = parseArgs({
     sessions: { type: 'string', default: '1000' },
     'open-rate': { type: 'string', default: '1000' },
     'open-slice': { type: 'string', default: '0' },
+    /** 1: the sessions as data format 1 left them, for a revision before format 2 (77b69d7). */
+    'data-format': { type: 'string', default: '2' },
   },
 });
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -67,6 +72,7 @@ const stack = await BenchStack.start(revs.length, {
 });
 try {
   const sessions = await stack.createSessions(Number(values.sessions));
+  if (values['data-format'] === '1') await asFormat1(stack, sessions);
   await stack.startBare(sessions[0]!.accessToken);
   const [brokered, straight] = [viaBroker(sessions), direct(sessions)];
   const brokerLines = writeLines(stack.logDir, 'broker.txt', brokered);
