@@ -28,6 +28,7 @@ import {
 // helper brings vitest into the bench's process.
 import { brokerEnv, CLIENT_ID, CLIENT_SECRET } from '../support/broker-env.ts';
 import { RedisServer } from '../support/redis.ts';
+import { sandboxGrant, type Grant } from '../support/sandbox-grant.ts';
 import { BARE_PROXY, BROKER_MAIN, ELD_HOOK, freePort, Proc, SANDBOX_MAIN } from './procs.ts';
 
 export { CLIENT_ID, CLIENT_SECRET, EXTENSION_REDIRECT } from '../support/broker-env.ts';
@@ -203,45 +204,13 @@ export class BenchStack {
    * A fresh grant at the sandbox: code through scripted consent (set for `license` beforehand),
    * then the code exchange.
    */
-  async grant(
-    license = LICENSE,
-  ): Promise<{ accessToken: string; refreshToken: string; expiresAt: number }> {
-    const redirectUri = `http://127.0.0.1:${this.brokerPorts[0]}/auth/callback`;
-    const authorize = new URL(`${this.sandbox.url}/nl/api/oauth2/authorize`);
-    authorize.search = new URLSearchParams({
-      client_id: CLIENT_ID,
-      response_type: 'code',
-      redirect_uri: redirectUri,
-    }).toString();
-    const answer = await request(authorize, { dispatcher: this.agent });
-    await answer.body.dump();
-    const location = new URL(String(answer.headers.location));
-    const code = location.searchParams.get('code');
-    if (code === null) throw new Error(`authorize answered ${answer.statusCode} without a code`);
-    const issued = Date.now();
-    const token = await request(`${this.apiUrlOf(license)}/oauth2/access_token`, {
-      method: 'POST',
+  async grant(license = LICENSE): Promise<Grant> {
+    return sandboxGrant({
+      providerUrl: this.sandbox.url,
+      apiUrl: this.apiUrlOf(license),
+      redirectUri: `http://127.0.0.1:${this.brokerPorts[0]}/auth/callback`,
       dispatcher: this.agent,
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        grant_type: 'auth_code',
-        code,
-        redirect_uri: redirectUri,
-        client_id: CLIENT_ID,
-        client_secret: CLIENT_SECRET,
-      }).toString(),
     });
-    const body = (await token.body.json()) as {
-      access_token: string;
-      refresh_token: string;
-      expires_in: number;
-    };
-    if (token.statusCode !== 200) throw new Error(`code exchange: ${token.statusCode}`);
-    return {
-      accessToken: body.access_token,
-      refreshToken: body.refresh_token,
-      expiresAt: issued + body.expires_in * 1000,
-    };
   }
 
   /** `count` API sessions, each with one connection sealed into Redis by the broker's own code. */

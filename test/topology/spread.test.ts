@@ -10,7 +10,8 @@ import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisCli, type RedisCluster } from '../support/redis-cluster.ts';
-import { CLIENT_ID, CLIENT_SECRET, redisCluster } from '../support/world.ts';
+import { sandboxGrant, type Grant } from '../support/sandbox-grant.ts';
+import { redisCluster } from '../support/world.ts';
 import { PUBLIC_URL, useTopology } from './topology.ts';
 
 /**
@@ -87,50 +88,17 @@ interface Made {
 }
 
 /** Real grants at the sandbox (scripted consent, then the code exchange), which sessions share. */
-async function grants(
-  agent: Agent,
-  providerUrl: string,
-  count: number,
-): Promise<{ accessToken: string; refreshToken: string; expiresAt: number }[]> {
+async function grants(agent: Agent, providerUrl: string, count: number): Promise<Grant[]> {
   world.control.setConsent({ mode: 'approve', licenseId: LICENSE });
-  const redirectUri = `${PUBLIC_URL}/auth/callback`;
   return Promise.all(
-    Array.from({ length: count }, async () => {
-      const authorize = new URL(`${providerUrl}/nl/api/oauth2/authorize`);
-      authorize.search = new URLSearchParams({
-        client_id: CLIENT_ID,
-        response_type: 'code',
-        redirect_uri: redirectUri,
-      }).toString();
-      const answer = await request(authorize, { dispatcher: agent });
-      await answer.body.dump();
-      const code = new URL(String(answer.headers.location)).searchParams.get('code');
-      if (code === null) throw new Error(`authorize answered ${answer.statusCode} without a code`);
-      const issued = Date.now();
-      const token = await request(`${providerUrl}/licenses/${LICENSE}/oauth2/access_token`, {
-        method: 'POST',
+    Array.from({ length: count }, () =>
+      sandboxGrant({
+        providerUrl,
+        apiUrl: `${providerUrl}/licenses/${LICENSE}`,
+        redirectUri: `${PUBLIC_URL}/auth/callback`,
         dispatcher: agent,
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({
-          grant_type: 'auth_code',
-          code,
-          redirect_uri: redirectUri,
-          client_id: CLIENT_ID,
-          client_secret: CLIENT_SECRET,
-        }).toString(),
-      });
-      if (token.statusCode !== 200) throw new Error(`code exchange: ${token.statusCode}`);
-      const body = (await token.body.json()) as {
-        access_token: string;
-        refresh_token: string;
-        expires_in: number;
-      };
-      return {
-        accessToken: body.access_token,
-        refreshToken: body.refresh_token,
-        expiresAt: issued + body.expires_in * 1000,
-      };
-    }),
+      }),
+    ),
   );
 }
 
