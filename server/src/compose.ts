@@ -10,6 +10,8 @@ import { createSealer } from './base/crypto.ts';
 import { createHandoffs } from './oauth/handoff.ts';
 import { createProvider } from './oauth/provider.ts';
 import { noEvents, type EventSink } from './connections/events.ts';
+import { createDelivery, type Delivery } from './ops/event-delivery.ts';
+import { createOutbox } from './ops/events.ts';
 import type { Store } from './store/types.ts';
 
 export interface ServiceDeps {
@@ -92,3 +94,28 @@ export function composeServices(deps: ServiceDeps) {
   };
 }
 export type Services = ReturnType<typeof composeServices>;
+
+/**
+ * Events, when EVENTS_WEBHOOK_URL is set: the outbox in Redis they are recorded to, with the change
+ * they report, and the delivery every instance runs (started here); else nothing.
+ */
+export function composeEvents(deps: {
+  config: Config;
+  store: Store;
+  log: Logger;
+  now: () => number;
+}): { delivery: Delivery; events: EventSink } | undefined {
+  const { config, store, log, now } = deps;
+  if (!config.events.webhook) return undefined;
+  const limits = config.events.limits;
+  const delivery = createDelivery({ ...config.events.webhook, store, fetch, now, log, limits });
+  const events = createOutbox({
+    store,
+    now,
+    limits,
+    wake: () => delivery.wake(),
+    onFull: (sid) => delivery.trim(sid),
+  });
+  delivery.start();
+  return { delivery, events };
+}

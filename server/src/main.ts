@@ -3,12 +3,10 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
-import { composeServices } from './compose.ts';
+import { composeEvents, composeServices } from './compose.ts';
 import { createApp } from './http/app.ts';
 import { ConfigError, loadConfig, type Config } from './config/config.ts';
 import { checkDurability, configGetWith } from './ops/durability.ts';
-import { createDelivery } from './ops/event-delivery.ts';
-import { createOutbox } from './ops/events.ts';
 import { startTracing, tracingOn } from './base/tracing.ts';
 import { tracedStore } from './store/traced.ts';
 import { configureServer } from './http/listener.ts';
@@ -85,26 +83,7 @@ async function main(): Promise<void> {
   const dispatcher = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
 
   // Events go to an outbox in Redis with the change they report; every instance delivers them.
-  const delivery = config.events.webhook
-    ? createDelivery({
-        ...config.events.webhook,
-        store,
-        fetch,
-        now: Date.now,
-        log,
-        limits: config.events.limits,
-      })
-    : undefined;
-  const events = delivery
-    ? createOutbox({
-        store,
-        now: Date.now,
-        limits: config.events.limits,
-        wake: () => delivery.wake(),
-        onFull: (sid) => delivery.trim(sid),
-      })
-    : undefined;
-  delivery?.start();
+  const { delivery, events } = composeEvents({ config, store, log, now: Date.now }) ?? {};
   if (delivery) metrics.observeEvents(delivery);
   const services = composeServices({
     config,

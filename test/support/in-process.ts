@@ -1,10 +1,9 @@
 import {
+  composeEvents,
   composeServices,
   configureServer,
   createApp,
-  createDelivery,
   createLogger,
-  createOutbox,
   createMetrics,
   createRedis,
   loadConfig,
@@ -59,26 +58,7 @@ export async function startInProcess(
   const { store } = stores;
   const dispatcher = new Agent();
   // EVENTS_WEBHOOK_URL in `env`: events are recorded and delivered as main.ts does, on the clock.
-  const delivery = config.events.webhook
-    ? createDelivery({
-        ...config.events.webhook,
-        store,
-        fetch,
-        now,
-        log,
-        limits: config.events.limits,
-      })
-    : undefined;
-  const events = delivery
-    ? createOutbox({
-        store,
-        now,
-        limits: config.events.limits,
-        wake: () => delivery.wake(),
-        onFull: (sid) => delivery.trim(sid),
-      })
-    : undefined;
-  delivery?.start();
+  const { delivery, events } = composeEvents({ config, store, log, now: now }) ?? {};
   const metrics = options.metrics ? createMetrics() : undefined;
   if (delivery) metrics?.observeEvents(delivery);
   const services = composeServices({
