@@ -50,11 +50,7 @@ export function composeServices(deps: ServiceDeps) {
   });
   const events = deps.events ?? noEvents;
   const sessions = createSessions(store, now, config.sessions.lifetime, events);
-  const connections = createConnectionRepository(store, sealer, {
-    openedEntries: config.redis.cacheEntries,
-    sessions,
-    events,
-  });
+  const connections = createConnectionRepository(store, sealer, { sessions, events });
   const tokens = createTokenService({
     store,
     connections,

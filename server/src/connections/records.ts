@@ -2,11 +2,10 @@ import type { Connection, DisconnectedReason } from '@baton/shared';
 import type { Sealer } from '../base/crypto.ts';
 import { invalidSession } from '../base/errors.ts';
 import { noEvents, type BrokerEvent, type EventSink } from './events.ts';
-import { trimOldest } from '../base/bounded.ts';
 import { INDEX_SHARDS, indexMember, indexShard, keys } from '../store/keys.ts';
 import { DEFAULT_SESSION_LIFETIME, type Sessions } from './sessions.ts';
 import type { TokenSet } from '../oauth/provider.ts';
-import type { Store } from '../store/types.ts';
+import type { Store, Versioned } from '../store/types.ts';
 
 const STATUSES = ['connected', 'disconnected'] as const;
 /** Shards of the connections index counted at once. */
@@ -36,13 +35,14 @@ export interface LoadedConnection {
 }
 
 /**
- * Connection records, sealed with the connection's own key as additional data. The last
- * `openedEntries` records opened are kept, frozen, beside the sealed blob they came from: reading
- * the same blob again (every proxied call between two refreshes) skips the AES-GCM open and the
- * JSON parse. A changed blob is opened afresh, so this never decides what is current: the store
- * does.
+ * Connection records, sealed with the connection's own key as additional data. A record is
+ * opened (AES-GCM, JSON) once per stored answer: the store hands out the same frozen `Versioned`
+ * for as long as it keeps an answer (Redis: the tracked answers; the memory store: its entry), and
+ * the record opened from it is kept beside it, in a WeakMap, for exactly that long. An answer read
+ * afresh (untracked, or uncached) is opened afresh, and its record is garbage with it: nothing
+ * here is evicted, capped or ever decides what is current.
  *
- * The identity rule: for an unchanged sealed blob, `load` hands out the very same frozen record
+ * The identity rule: for the same stored answer, `load` hands out the very same frozen record
  * object; a changed blob gives a new one. Everything worked out once per record read is kept in a
  * WeakMap keyed by that object and relies on this rule: the loader's allowlist re-check
  * (connections/loader.ts), the parsed api_url (connections/proxy.ts). records.test.ts fails if
@@ -55,33 +55,29 @@ export function createConnectionRepository(
   store: Store,
   sealer: Sealer,
   options: {
-    openedEntries?: number;
     sessions?: Pick<Sessions, 'remainingMs'>;
     /** Where the events a write reports are recorded, in the same step (./events.ts). */
     events?: EventSink;
   } = {},
 ) {
-  const { openedEntries = 10_000, events = noEvents } = options;
+  const { events = noEvents } = options;
   // Without sessions (unit tests, tools that seal records of their own), a fixed lifetime.
   const sessions = options.sessions ?? { remainingMs: async () => DEFAULT_SESSION_LIFETIME.idleMs };
   const aad = (sid: string, id: string) => `connection:${sid}:${id}`;
-  const opened = new Map<string, { blob: string; record: ConnectionRecord }>();
+  const opened = new WeakMap<Versioned, ConnectionRecord>();
 
-  function open(sid: string, id: string, blob: string): ConnectionRecord {
-    const key = aad(sid, id);
-    const hit = opened.get(key);
-    if (hit?.blob === blob) return hit.record;
+  function open(sid: string, id: string, stored: Versioned): ConnectionRecord {
+    const kept = opened.get(stored);
+    if (kept) return kept;
     // The id is the key's (and bound to the blob by `aad`), not repeated inside it.
-    const stored = JSON.parse(sealer.open(blob, key)) as Omit<ConnectionRecord, 'id'>;
-    const record: ConnectionRecord = { ...stored, id };
+    const fields = JSON.parse(sealer.open(stored.value, aad(sid, id))) as Omit<
+      ConnectionRecord,
+      'id'
+    >;
+    const record: ConnectionRecord = { ...fields, id };
     if (record.tokens) Object.freeze(record.tokens);
     Object.freeze(record);
-    if (openedEntries > 0) {
-      // Insertion order is age: the oldest entry goes first.
-      opened.delete(key);
-      opened.set(key, { blob, record });
-      trimOldest(opened, openedEntries);
-    }
+    opened.set(stored, record);
     return record;
   }
   const OTHER = { connected: 'disconnected', disconnected: 'connected' } as const;
@@ -130,7 +126,7 @@ export function createConnectionRepository(
     ): Promise<LoadedConnection | null> {
       const stored = await store.getVersioned(keys.connection(sid, id), options);
       if (!stored) return null;
-      const record = open(sid, id, stored.value);
+      const record = open(sid, id, stored);
       if (sealer.isStale(stored.value) && (await save(sid, record, stored.version)))
         return { record, version: stored.version + 1 };
       return { record, version: stored.version };

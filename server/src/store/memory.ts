@@ -84,7 +84,8 @@ export function createMemoryStore(now: () => number = Date.now): Store {
     },
     async getVersioned(key) {
       const entry = live(key);
-      return entry?.kind === 'versioned' ? { ...entry.value } : null;
+      // Frozen, and the same object until the key is written again, as Redis's kept answers are.
+      return entry?.kind === 'versioned' ? entry.value : null;
     },
     async setVersioned(key, expected, value, ttlMs, outbox) {
       const entry = live(key);
@@ -92,7 +93,7 @@ export function createMemoryStore(now: () => number = Date.now): Store {
       if (current !== expected) return false;
       entries.set(key, {
         kind: 'versioned',
-        value: { version: expected + 1, value },
+        value: Object.freeze({ version: expected + 1, value }),
         expiresAt: now() + ttlMs,
       });
       if (outbox) push(outbox);
