@@ -186,6 +186,80 @@ describe('the client-side cache of sessions and records', () => {
     }
   });
 
+  it('read a session not yet known and its record in one round trip, tracking neither, and lend the record to one read', async () => {
+    const own = createRedisClient(redis.url, 10_000);
+    await own.connect();
+    let now = 0;
+    const store = createRedisStore(standalone(own), { clock: () => now });
+    const [session, record] = ['contract:{first}:session', 'contract:{first}:record'];
+    const reads = async () =>
+      [
+        ...(await client.info('commandstats')).matchAll(
+          /cmdstat_(?:get|getex|mget|eval):calls=(\d+)/g,
+        ),
+      ]
+        .map(([, n]) => Number(n))
+        .reduce((sum, n) => sum + n, 0);
+    const trackedKeys = async () =>
+      Number(/tracking_total_keys:(\d+)/.exec(await client.info('stats'))?.[1]);
+    try {
+      await store.set(session, 'on', 60_000);
+      await store.setVersioned(record, 0, 'sealed', 60_000);
+      // Vouched for once the heartbeat has been answered (a key of its own shows it).
+      const probe = 'contract:{first}:probe';
+      await store.set(probe, 'on', 60_000);
+      await expect
+        .poll(
+          async () => (await store.get(probe, { cached: true }), trackedAnswers(own)!.known(probe)),
+        )
+        .toBe(true);
+      const [before, tracked] = [await reads(), await trackedKeys()];
+      expect(await store.get(session, { cached: true, alongside: record })).toBe('on');
+      // Two GETEX written together (a write command: Redis tracks neither key) ...
+      expect((await reads()) - before).toBe(2);
+      expect(await trackedKeys()).toBe(tracked);
+      // ... and the record lent to the call's own read of it, once.
+      expect(await store.getVersioned(record, { cached: true })).toEqual({
+        version: 1,
+        value: 'sealed',
+      });
+      expect((await reads()) - before).toBe(2);
+      expect(await store.getVersioned(record, { cached: true })).toEqual({
+        version: 1,
+        value: 'sealed',
+      });
+      expect((await reads()) - before).toBe(3);
+      // Lent for 100 ms at most: later, it is read again.
+      const [later, laterRecord] = ['contract:{later}:session', 'contract:{later}:record'];
+      await store.set(later, 'on', 60_000);
+      await store.setVersioned(laterRecord, 0, 'sealed', 60_000);
+      expect(await store.get(later, { cached: true, alongside: laterRecord })).toBe('on');
+      const lentAt = await reads();
+      now += 100;
+      expect(await store.getVersioned(laterRecord, { cached: true })).toEqual({
+        version: 1,
+        value: 'sealed',
+      });
+      expect((await reads()) - lentAt).toBe(1);
+      // An unknown token's session: its record is neither lent nor tracked.
+      const [unknownSession, unknownRecord] = [
+        'contract:{nobody}:session',
+        'contract:{nobody}:record',
+      ];
+      await client.set(unknownRecord, '1:planted');
+      const trackedBefore = await trackedKeys();
+      expect(
+        await store.get(unknownSession, { cached: true, alongside: unknownRecord }),
+      ).toBeNull();
+      expect(await trackedKeys()).toBe(trackedBefore);
+      const atUnknown = await reads();
+      expect(await store.getVersioned(unknownRecord)).toEqual({ version: 1, value: 'planted' });
+      expect((await reads()) - atUnknown).toBe(1);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('read a session and the record it needs in one round trip, and keep both', async () => {
     const own = createRedisClient(redis.url, 10_000);
     await own.connect();

@@ -7,7 +7,9 @@ export interface Store {
    * From the store itself unless `cached` (see getVersioned): never cache what expires by time
    * rather than by a write (a lock, a back-off) unless its value says when it expires.
    * `alongside`: a versioned key on the same slot that the caller reads next (a call's record after
-   * its session): when neither is kept, both are read in one round trip and kept.
+   * its session): when neither is kept, both are read in one round trip, and kept once the session
+   * is known to exist; before (its first read, untracked), the record is lent to the caller's own
+   * read of it, once and within 100 ms: that call's read, not a copy kept for others.
    */
   get(key: string, options?: { cached?: boolean; alongside?: string }): Promise<string | null>;
   set(key: string, value: string, ttlMs: number): Promise<void>;
@@ -118,9 +120,10 @@ export interface OutboxWrite {
   readonly ttlMs: number;
 }
 
+/** Frozen: a store hands the same object out while it keeps the answer (records.ts relies on it). */
 export interface Versioned {
-  version: number;
-  value: string;
+  readonly version: number;
+  readonly value: string;
 }
 
 /** Thrown (and only thrown) when the store cannot be reached or answers with an error. */

@@ -1,3 +1,4 @@
+import { trimOldest } from '../../base/bounded.ts';
 import { trackedAnswers, type Redis } from './clients.ts';
 import type { TrackedAnswers } from './tracked.ts';
 import { StoreUnavailableError, type Store, type Versioned } from '../types.ts';
@@ -56,6 +57,14 @@ export interface RedisStoreOptions {
   /** Milliseconds, for the heartbeat's age (default performance.now). */
   clock?: () => number;
 }
+
+/**
+ * A record read untracked with its session (`get`'s `alongside`) is lent to the next cached read of
+ * its key within this long: the call that checked the session, reading its record next.
+ */
+const LENT_MS = 100;
+/** Lent answers no call took (it failed between its session check and its record read). */
+const LENT_MAX = 1024;
 
 /** A cached answer is used only while Redis has answered within this long... */
 export const LIVENESS_MS = 1000;
@@ -138,6 +147,18 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     if (answer !== null) answers.remember(key, answer, epoch);
     return answer;
   };
+  /**
+   * Answers read untracked beside a session, each lent once to the call that read it (LENT_MS):
+   * never kept, as no invalidation would reach them.
+   */
+  const lent = new Map<string, { answer: Versioned; at: number }>();
+  /** The answer lent for `key`, taken (once), if it was read within LENT_MS. */
+  const borrow = (key: string): Versioned | undefined => {
+    const borrowed = lent.get(key);
+    if (borrowed === undefined) return undefined;
+    lent.delete(key);
+    return clock() - borrowed.at < LENT_MS ? borrowed.answer : undefined;
+  };
   const script = (source: string, keys: string[], args: string[]) =>
     guard(() => client.eval(source, { keys, arguments: args }));
 
@@ -152,18 +173,6 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     }
     return typeof raw === 'string' ? parseVersioned(raw) : null;
   };
-
-  /**
-   * Whether to read `first` and `alongside` in one step: both kept answers missing, and `first`
-   * known to exist (else it is read untracked alone: see `tracked`).
-   */
-  const together = (first: string, alongside: string, options: { cached?: boolean }): boolean =>
-    answers !== undefined &&
-    options.cached === true &&
-    vouched(first) &&
-    answers.known(first) &&
-    answers.recall(first) === undefined &&
-    answers.recall(alongside) === undefined;
 
   /** A string and a versioned value on its slot, read (tracked) and kept in one round trip. */
   const readTogether = async (
@@ -184,6 +193,48 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     return value;
   };
   /**
+   * A session not known to exist and the record its call reads next, in one round trip and
+   * untracked (see `tracked`): two GETEX, written together. A record still in format 1 (a hash)
+   * answers WRONGTYPE, and is read alone, as is one not lent in time.
+   */
+  const readUntracked = async (
+    kept: TrackedAnswers,
+    first: string,
+    second: string,
+  ): Promise<string | null> => {
+    const [value, versioned] = await guard(() =>
+      Promise.all([
+        redis.sendCommand(first, ['GETEX', first]) as Promise<string | null>,
+        (redis.sendCommand(first, ['GETEX', second]) as Promise<string | null>).catch(() => null),
+      ]),
+    );
+    if (typeof value !== 'string') return null;
+    kept.found(first);
+    const record = typeof versioned === 'string' ? parseVersioned(versioned) : null;
+    if (record !== null) {
+      lent.set(second, { answer: record, at: clock() });
+      trimOldest(lent, LENT_MAX);
+    }
+    return value;
+  };
+
+  /**
+   * A call's session and the record it reads next: in one round trip whenever neither is kept,
+   * tracked (and kept) once the session is known to exist, untracked before.
+   */
+  const getWith = (
+    key: string,
+    alongside: string,
+    kept: TrackedAnswers,
+  ): Promise<string | null> | null => {
+    if (!vouched(key)) return null;
+    if (!kept.known(key)) return readUntracked(kept, key, alongside);
+    if (kept.recall(key) === undefined && kept.recall(alongside) === undefined)
+      return readTogether(kept, key, alongside);
+    return null;
+  };
+
+  /**
    * Replication is asynchronous: a master that dies before its replica has a write loses it on
    * failover. WAIT, on the connection that wrote (so it covers that write), narrows that to writes
    * still unacknowledged when the master died, which the caller never saw succeed.
@@ -200,15 +251,16 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
 
   return {
     get: (key, options = {}) =>
-      answers && options.alongside !== undefined && together(key, options.alongside, options)
-        ? readTogether(answers, key, options.alongside)
-        : tracked(
-            key,
-            options,
-            async () => (await redis.sendCommand(key, ['GET', key])) as string | null,
-            // GETEX without options changes nothing, and Redis tracks no key a write command reads.
-            async () => (await redis.sendCommand(key, ['GETEX', key])) as string | null,
-          ),
+      (answers && options.alongside !== undefined && options.cached === true
+        ? getWith(key, options.alongside, answers)
+        : null) ??
+      tracked(
+        key,
+        options,
+        async () => (await redis.sendCommand(key, ['GET', key])) as string | null,
+        // GETEX without options changes nothing, and Redis tracks no key a write command reads.
+        async () => (await redis.sendCommand(key, ['GETEX', key])) as string | null,
+      ),
     set: async (key, value, ttlMs) => {
       await guard(() => client.set(key, value, { expiration: { type: 'PX', value: ttlMs } }));
       await replicated(key);
@@ -235,7 +287,9 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     deleteIfEquals: async (key, value) => (await script(DELETE_IF_EQUALS, [key], [value])) === 1,
     expireIfEquals: async (key, value, ttlMs) =>
       (await script(EXPIRE_IF_EQUALS, [key], [value, String(ttlMs)])) === 1,
-    getVersioned: (key, options = {}) => tracked(key, options, () => readVersioned(key)),
+    getVersioned: async (key, options = {}) =>
+      (options.cached === true && lent.size > 0 ? borrow(key) : undefined) ??
+      tracked(key, options, () => readVersioned(key)),
     setVersioned: async (key, expected, value, ttlMs, outbox) => {
       const written =
         (await script(
