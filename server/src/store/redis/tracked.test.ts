@@ -33,6 +33,20 @@ describe('TrackedAnswers', () => {
     expect(answers.recall('b')).toBe(2);
   });
 
+  it('knows the last max / 2 keys found: a session is admitted while as many as the cache holds were found since', () => {
+    const answers = new TrackedAnswers(4);
+    for (const key of ['a', 'b', 'c']) answers.found(key);
+    expect(['a', 'b', 'c', 'd'].map((key) => answers.known(key))).toEqual([
+      false,
+      true,
+      true,
+      false,
+    ]);
+    answers.found('b');
+    answers.found('d');
+    expect(['b', 'c', 'd'].map((key) => answers.known(key))).toEqual([true, false, true]);
+  });
+
   it('keeps at most its size, dropping the oldest', () => {
     const answers = new TrackedAnswers(2);
     for (const key of ['a', 'b', 'c']) answers.remember(key, key, answers.epoch);

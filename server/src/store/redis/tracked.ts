@@ -13,7 +13,8 @@ type ClientSideCacheConfig = NonNullable<ConstructorParameters<typeof BasicClien
  */
 export class TrackedAnswers {
   readonly #answers = new Map<string, unknown>();
-  readonly #known = new Map<string, true>();
+  /** Keys by a 30-bit hash: a small integer, so keeping one and dropping one leave no garbage. */
+  readonly #known = new Map<number, true>();
   readonly #max: number;
   #epoch = 0;
   #suspended = false;
@@ -44,19 +45,25 @@ export class TrackedAnswers {
   }
 
   /**
-   * Whether `key` held a value when this process last read it. Only such keys are read tracked:
-   * Redis remembers every key a tracked read asks for, present or not, until it changes, and the
-   * keys of unknown session tokens never change (6,000 of them grew its table by 6,000).
+   * Whether `key` held a value when this process last read it, among the last `max / 2` keys
+   * found. Only such keys are read tracked: Redis remembers every key a tracked read asks for,
+   * present or not, until it changes, and the keys of unknown session tokens never change (6,000
+   * of them grew its table by 6,000). It is also the cache's admission: a session is kept from
+   * its second read on, if that comes while as many sessions as the cache holds (two answers each,
+   * the session and its record) were found since. With far more sessions than that, each read
+   * once in a while (100,000 in S6), keeping every one would evict another, both wasted.
+   * (A hash shared with an unknown token's key, one in a billion, only gets that key tracked.)
    */
   known(key: string): boolean {
-    return this.#known.has(key);
+    return this.#known.has(hash(key));
   }
 
   /** `key` held a value: from its next read on it is read tracked, and its answer kept. */
   found(key: string): void {
-    this.#known.delete(key);
-    this.#known.set(key, true);
-    trimOldest(this.#known, 2 * this.#max);
+    const h = hash(key);
+    this.#known.delete(h);
+    this.#known.set(h, true);
+    trimOldest(this.#known, Math.max(1, this.#max / 2));
   }
 
   /** One key changed, or (null) any may have: Redis flushed, or a connection was lost. */
@@ -70,6 +77,13 @@ export class TrackedAnswers {
     this.#suspended = suspended;
     this.forget(null);
   }
+}
+
+/** FNV-1a, cut to 30 bits: a small integer (a Smi) in V8, stored in a Map without an allocation. */
+function hash(key: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  return h & 0x3fffffff;
 }
 
 // TypeScript's rule for mixins: a constructor of one rest parameter of type any[].
