@@ -60,7 +60,9 @@ describe('failed session checks from IPv6 clients', () => {
     for (let i = 0; i < 300; i++)
       statuses.push(await get(path, randomToken(), `2001:db8:1:2:${hex()}:${hex()}:${hex()}:${i}`));
     const used = (await redisCommands()) - before - 1; // less this test's own INFO
-    expect(used).toBeLessThan(60);
+    // Each of the 30 the limit lets through is one round trip of two GETEX: the session, and the
+    // record its call names (store/redis/store.ts, readUntracked).
+    expect(used).toBeLessThan(70);
     expect(statuses.filter((status) => status === 429).length).toBeGreaterThan(250);
     // Another address of the same /56 is the same client; another /56 is not.
     expect(await get(path, token, '2001:db8:1:ff::1')).toBe(429);
