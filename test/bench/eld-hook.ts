@@ -15,23 +15,36 @@
  * host did to it. Time the hypervisor takes from the guest still counts as on-CPU, so the bound
  * stays an upper one.
  *
- * `heap`: the young generation's size (what V8 has committed to it) and what the rest of the heap
- * holds, in MB, so that a step of the process's RSS can be told from a leak: V8 grows the young
- * generation in steps of tens of MB under a steady load, which a leak does not explain.
+ * `heap`: the young generation's size (what V8 has committed to it), what the rest of the heap
+ * holds and has committed, and what lives outside the heap (Buffers, ArrayBuffers), in MB, so that
+ * a step of the process's RSS can be told from a leak: V8 grows the young generation in steps of
+ * tens of MB under a steady load, and lets garbage build up in the old space until its next
+ * collection, which a leak does not explain.
  */
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 
-/** The young generation's committed size and the rest of the heap's used size, in MB. */
-function heapMb(): { youngMb: number; oldMb: number } {
+/** The young generation's committed size, the rest's used and committed, the external, in MB. */
+function heapMb() {
   let young = 0;
   let old = 0;
+  let oldCommitted = 0;
   for (const space of getHeapSpaceStatistics()) {
     if (space.space_name === 'new_space') young = space.space_size;
-    else old += space.space_used_size;
+    else {
+      old += space.space_used_size;
+      oldCommitted += space.space_size;
+    }
   }
-  return { youngMb: young / 2 ** 20, oldMb: old / 2 ** 20 };
+  const mb = (bytes: number) => bytes / 2 ** 20;
+  const { external } = process.memoryUsage();
+  return {
+    youngMb: mb(young),
+    oldMb: mb(old),
+    oldCommittedMb: mb(oldCommitted),
+    externalMb: mb(external),
+  };
 }
 
 const file = process.env.BENCH_ELD_FILE;

@@ -26,7 +26,7 @@ import {
   type S5Result,
 } from './scenarios.ts';
 import { pinProcesses } from './procs.ts';
-import { s6, s6Rows, s6Table, type S6Result } from './s6.ts';
+import { podHeapArgs, s6, s6Rows, s6Table, type S6Result } from './s6.ts';
 import { BenchStack } from './stack.ts';
 
 const { values } = parseArgs({
@@ -198,6 +198,8 @@ try {
       hot: 10,
       connections: options.connections,
       layoutOnly: smoke,
+      // As in the Deployment's pod; --broker-args come after it, and win.
+      brokerArgs: podHeapArgs(),
       log: options.log,
     });
     if (results.s6.violations.length > 0) exitCode = 1;

@@ -53,7 +53,7 @@ export class BenchStack {
   /** Each broker's environment, as it was started with it. */
   brokerEnvs: Record<string, string>[] = [];
   /** Starts broker i afresh, with the same arguments and environment. */
-  brokerStarts: (() => Promise<Proc>)[] = [];
+  brokerStarts: ((nodeArgs?: string[]) => Promise<Proc>)[] = [];
   eldFile = join(this.logDir, 'eld.json');
   redisPid = 0;
   #redisClient!: ReturnType<typeof createRedisClient>;
@@ -128,11 +128,11 @@ export class BenchStack {
         },
       });
       stack.brokerEnvs.push(env);
-      return () =>
+      return (nodeArgs: string[] = []) =>
         Proc.start({
           name: `broker${index}`,
           measured: true,
-          args,
+          args: [...nodeArgs, ...args],
           env,
           port,
           logFile: join(stack.logDir, `broker${index}.log`),
@@ -171,10 +171,13 @@ export class BenchStack {
     });
   }
 
-  /** Stops broker `index` and starts it again, fresh: the same arguments, environment and port. */
-  async restartBroker(index: number): Promise<Proc> {
+  /**
+   * Stops broker `index` and starts it again, fresh: the same arguments, environment and port, with
+   * `nodeArgs` before its own (theirs win where both set a V8 flag: the last one does).
+   */
+  async restartBroker(index: number, nodeArgs: string[] = []): Promise<Proc> {
     await this.brokers[index]?.stop();
-    const broker = await this.brokerStarts[index]!();
+    const broker = await this.brokerStarts[index]!(nodeArgs);
     this.brokers[index] = broker;
     return broker;
   }

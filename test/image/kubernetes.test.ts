@@ -8,6 +8,7 @@ import {
   broker,
   containerEnv,
   find,
+  oldSpaceMiB,
   portNumber,
   render,
   type Container,
@@ -56,13 +57,6 @@ const dockerBytes = (quantity: string): string => {
   const found = /^(\d+)(Mi|Gi)$/.exec(quantity);
   if (found === null) throw new Error(`unexpected quantity ${quantity}`);
   return `${found[1]}${found[2] === 'Mi' ? 'm' : 'g'}`;
-};
-
-/** Mebibytes of a Kubernetes memory quantity (Mi, Gi). */
-const mebibytes = (quantity: string): number => {
-  const found = /^(\d+)(Mi|Gi)$/.exec(quantity);
-  if (found === null) throw new Error(`unexpected quantity ${quantity}`);
-  return Number(found[1]) * (found[2] === 'Gi' ? 1024 : 1);
 };
 
 /**
@@ -188,7 +182,7 @@ describe('the image, as the Kubernetes Deployment runs it', () => {
     const memory = container.resources!.limits!.memory!;
     const environ = await exec('sh', '-c', "tr '\\0' '\\n' </proc/1/environ");
     expect(environ.stdout.split('\n')).toContain(
-      `NODE_OPTIONS=--max-old-space-size=${Math.floor(mebibytes(memory) * 0.75)}`,
+      `NODE_OPTIONS=--max-old-space-size=${oldSpaceMiB(memory)}`,
     );
 
     // Prometheus's scrape, with the Secret's METRICS_TOKEN, on the metrics port.

@@ -14,6 +14,7 @@ import {
   broker,
   containerEnv,
   find,
+  mebibytes,
   OVERLAYS,
   portNumber,
   render,
@@ -64,14 +65,6 @@ const podLabels = (objects: KubeObject[], deployment: string): Record<string, st
   specOf<{ template: { metadata: { labels: Record<string, string> } } }>(
     find(objects, 'Deployment', deployment),
   ).template.metadata.labels;
-
-/** Mebibytes of a Kubernetes quantity (Mi, Gi, M). */
-const mebibytes = (quantity: string): number => {
-  const found = /^(\d+)(Mi|Gi|M)$/.exec(quantity);
-  if (found === null) throw new Error(`unexpected memory quantity ${quantity}`);
-  const units: Record<string, number> = { Mi: 1, Gi: 1024, M: 1e6 / 2 ** 20 };
-  return Number(found[1]) * units[found[2]!]!;
-};
 
 describe.each(OVERLAYS)('the %s overlay', (overlay) => {
   let objects: KubeObject[];

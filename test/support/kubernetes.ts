@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 
 /**
  * deploy/kubernetes/ as a cluster would receive it: each overlay rendered by `kubectl kustomize`
@@ -17,6 +17,35 @@ export const OVERLAYS: readonly string[] = readdirSync(`${KUBERNETES_DIR}overlay
   .filter((entry) => entry.isDirectory())
   .map((entry) => entry.name)
   .sort();
+
+/** Mebibytes of a Kubernetes memory quantity (Mi, Gi, M). */
+export const mebibytes = (quantity: string): number => {
+  const found = /^(\d+)(Mi|Gi|M)$/.exec(quantity);
+  if (found === null) throw new Error(`unexpected memory quantity ${quantity}`);
+  const units: Record<string, number> = { Mi: 1, Gi: 1024, M: 1e6 / 2 ** 20 };
+  return Number(found[1]) * units[found[2]!]!;
+};
+
+/** The old space (MiB) the image's entrypoint gives V8 under a memory limit: HEAP_SHARE % of it. */
+export function oldSpaceMiB(limit: string): number {
+  const entrypoint = readFileSync(
+    new URL('../../server/docker/entrypoint.sh', import.meta.url),
+    'utf8',
+  );
+  const share = Number(/^HEAP_SHARE=(\d+)$/m.exec(entrypoint)?.[1]);
+  if (!Number.isInteger(share)) throw new Error('entrypoint.sh: no HEAP_SHARE');
+  return Math.floor((mebibytes(limit) * share) / 100);
+}
+
+/** The broker's memory limit in the base Deployment (deploy/kubernetes/base/deployment.yaml). */
+export function deploymentMemoryLimit(): string {
+  const deployment = parse(readFileSync(`${KUBERNETES_DIR}base/deployment.yaml`, 'utf8')) as {
+    spec: { template: { spec: { containers: Container[] } } };
+  };
+  const limit = deployment.spec.template.spec.containers[0]?.resources?.limits?.memory;
+  if (limit === undefined) throw new Error('deployment.yaml: no memory limit');
+  return limit;
+}
 
 /** A rendered object; its spec is read through specOf, once the schemas have validated it. */
 export interface KubeObject {
