@@ -110,6 +110,11 @@ export interface S6Size {
   usedMemoryMb?: number;
   random?: LoadFigures;
   hot?: LoadFigures;
+  /**
+   * At the largest size: random calls over all sessions ÷ over the smallest size's sessions,
+   * measured in turns, round by round (CPU per call; throughput).
+   */
+  paired?: { smallest: number; cpu: Spread; rps: Spread };
   rssMb?: number;
   heapMb?: { youngMb: number; oldMb: number; oldCommittedMb?: number; externalMb?: number };
   eventLoopDelayMs?: EventLoopDelay;
@@ -230,7 +235,9 @@ export async function s6(stack: BenchStack, options: S6Options): Promise<S6Resul
       };
       violations.push(...layoutViolations(perSession, figures, documented));
       watch.label(`loads ${size}`);
-      if (!options.layoutOnly) await measure(stack, all, figures, options);
+      // At the largest size, the smallest size's sessions again, in turns with all of them.
+      const smallest = size === options.sizes.at(-1) ? sizes[0]?.sessions : undefined;
+      if (!options.layoutOnly) await measure(stack, all, figures, options, smallest);
       sizes.push(figures);
       options.log(`S6 ${describeSize(figures)}`);
     }
@@ -548,6 +555,7 @@ async function measure(
   sessions: readonly Made[],
   size: S6Size,
   options: S6Options,
+  smallest?: number,
 ): Promise<void> {
   const send = (args: string[]) => stack.redisClient.sendCommand(args);
   const files = {
@@ -606,6 +614,28 @@ async function measure(
   size.trackingKeys = Number(/tracking_total_keys:(\d+)/.exec(stats)?.[1] ?? NaN);
   size.usedMemoryMb = (await usedMemory(send)) / 2 ** 20;
   size.redisStalls = await redisStalls(send);
+  // After the size's own figures (RSS among them), which it must not change.
+  if (smallest !== undefined) {
+    // The smallest size's own sessions, called again now in turns with all of them: the same
+    // broker in the same minutes, so the host's drift between sizes (minutes apart) cancels out.
+    const few = join(stack.logDir, 's6-smallest.txt');
+    writeFileSync(few, lines(sessions.slice(0, smallest)));
+    const cpu: number[] = [];
+    const rps: number[] = [];
+    const measured = async (file: string) => {
+      const cpu0 = cpuMs(broker.pid);
+      const busy = await load(file, options.connections, options.seconds);
+      return { cpuUs: ((cpuMs(broker.pid) - cpu0) * 1000) / busy.requests, rps: busy.rps };
+    };
+    for (let round = 0; round < options.rounds; round++) {
+      const order = round % 2 ? [files.random, few] : [few, files.random];
+      const [first, second] = [await measured(order[0]!), await measured(order[1]!)];
+      const [small, all] = round % 2 ? [second, first] : [first, second];
+      cpu.push(all.cpuUs / small.cpuUs);
+      rps.push(all.rps / small.rps);
+    }
+    size.paired = { smallest, cpu: spread(cpu), rps: spread(rps) };
+  }
 }
 
 interface Hook {
@@ -720,6 +750,15 @@ export function s6Rows(result: S6Result): string[][] {
       '',
       cpu ? mark(cpu.median <= 1.3) : '',
     ]);
+    if (last.paired)
+      rows.push([
+        name,
+        `control: at ${last.sessions} sessions, calls over all ÷ over the first ${last.paired.smallest} called in turns with them: CPU per call; throughput`,
+        `${sp(last.paired.cpu)}x; ${sp(last.paired.rps)}`,
+        '',
+        '',
+        '',
+      ]);
     const rss = (last.rssMb ?? NaN) / (first.rssMb ?? NaN);
     rows.push([
       name,
