@@ -241,6 +241,14 @@ describe('the client-side cache of sessions and records', () => {
         value: 'sealed',
       });
       expect((await reads()) - lentAt).toBe(1);
+      // A connection its session does not have: lent as absent, neither read again nor tracked.
+      const [absent, absentRecord] = ['contract:{absent}:session', 'contract:{absent}:record'];
+      await store.set(absent, 'on', 60_000);
+      const [readsBefore, trackedAtAbsent] = [await reads(), await trackedKeys()];
+      expect(await store.get(absent, { cached: true, alongside: absentRecord })).toBe('on');
+      expect(await store.getVersioned(absentRecord, { cached: true })).toBeNull();
+      expect((await reads()) - readsBefore).toBe(2);
+      expect(await trackedKeys()).toBe(trackedAtAbsent);
       // An unknown token's session: its record is neither lent nor tracked.
       const [unknownSession, unknownRecord] = [
         'contract:{nobody}:session',

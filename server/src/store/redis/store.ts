@@ -151,13 +151,13 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
    * Answers read untracked beside a session, each lent once to the call that read it (LENT_MS):
    * never kept, as no invalidation would reach them.
    */
-  const lent = new Map<string, { answer: Versioned; at: number }>();
-  /** The answer lent for `key`, taken (once), if it was read within LENT_MS. */
-  const borrow = (key: string): Versioned | undefined => {
+  const lent = new Map<string, { answer: Versioned | null; at: number }>();
+  /** The answer lent for `key` (null: absent), taken (once), if it was read within LENT_MS. */
+  const borrow = (key: string): { answer: Versioned | null } | undefined => {
     const borrowed = lent.get(key);
     if (borrowed === undefined) return undefined;
     lent.delete(key);
-    return clock() - borrowed.at < LENT_MS ? borrowed.answer : undefined;
+    return clock() - borrowed.at < LENT_MS ? borrowed : undefined;
   };
   const script = (source: string, keys: string[], args: string[]) =>
     guard(() => client.eval(source, { keys, arguments: args }));
@@ -194,8 +194,10 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
   };
   /**
    * A session not known to exist and the record its call reads next, in one round trip and
-   * untracked (see `tracked`): two GETEX, written together. A record still in format 1 (a hash)
-   * answers WRONGTYPE, and is read alone, as is one not lent in time.
+   * untracked (see `tracked`): two GETEX, written together. An absent record is lent as absent:
+   * a call naming no connection of its session gets its 404 without another read, and without
+   * Redis tracking a key that does not exist. A record still in format 1 (a hash) answers
+   * WRONGTYPE, and is read alone, as is one not lent in time.
    */
   const readUntracked = async (
     kept: TrackedAnswers,
@@ -205,14 +207,17 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     const [value, versioned] = await guard(() =>
       Promise.all([
         redis.sendCommand(first, ['GETEX', first]) as Promise<string | null>,
-        (redis.sendCommand(first, ['GETEX', second]) as Promise<string | null>).catch(() => null),
+        (redis.sendCommand(first, ['GETEX', second]) as Promise<string | null>).catch(
+          () => undefined,
+        ),
       ]),
     );
     if (typeof value !== 'string') return null;
     kept.found(first);
-    const record = typeof versioned === 'string' ? parseVersioned(versioned) : null;
-    if (record !== null) {
-      lent.set(second, { answer: record, at: clock() });
+    const answer =
+      typeof versioned === 'string' ? (parseVersioned(versioned) ?? undefined) : versioned;
+    if (answer !== undefined) {
+      lent.set(second, { answer, at: clock() });
       trimOldest(lent, LENT_MAX);
     }
     return value;
@@ -287,9 +292,10 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     deleteIfEquals: async (key, value) => (await script(DELETE_IF_EQUALS, [key], [value])) === 1,
     expireIfEquals: async (key, value, ttlMs) =>
       (await script(EXPIRE_IF_EQUALS, [key], [value, String(ttlMs)])) === 1,
-    getVersioned: async (key, options = {}) =>
-      (options.cached === true && lent.size > 0 ? borrow(key) : undefined) ??
-      tracked(key, options, () => readVersioned(key)),
+    getVersioned: async (key, options = {}) => {
+      const borrowed = options.cached === true && lent.size > 0 ? borrow(key) : undefined;
+      return borrowed ? borrowed.answer : tracked(key, options, () => readVersioned(key));
+    },
     setVersioned: async (key, expected, value, ttlMs, outbox) => {
       const written =
         (await script(
