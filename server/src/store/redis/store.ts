@@ -232,11 +232,10 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     alongside: string,
     kept: TrackedAnswers,
   ): Promise<string | null> | null => {
-    if (!vouched(key)) return null;
+    // A kept session (every call of a user this broker keeps) is answered before any hashing.
+    if (!vouched(key) || kept.recall(key) !== undefined) return null;
     if (!kept.known(key)) return readUntracked(kept, key, alongside);
-    if (kept.recall(key) === undefined && kept.recall(alongside) === undefined)
-      return readTogether(kept, key, alongside);
-    return null;
+    return kept.recall(alongside) === undefined ? readTogether(kept, key, alongside) : null;
   };
 
   /**
