@@ -5,8 +5,8 @@ import type { AppDeps } from './app.ts';
 import { FLOW_TTL_MS } from '../oauth/flows.ts';
 import { keys } from '../store/keys.ts';
 import { createMemoryStore } from '../store/memory.ts';
-import { bounded, createRedisStore, type RedisStoreOptions } from '../store/redis/store.ts';
-import type { Redis } from '../store/redis/clients.ts';
+import { bounded, type Redis } from '../store/redis/clients.ts';
+import { createRedisStore, type RedisStoreOptions } from '../store/redis/store.ts';
 
 /** The authorization window's session lives as long as the flow it holds. */
 const AUTH_SESSION_TTL_SECONDS = FLOW_TTL_MS / 1000;

@@ -1,9 +1,8 @@
 import { createServer, type Server, type Socket } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { storeDeps } from '../../http/stores.ts';
 import { isStoreDown } from '../errors.ts';
-import { createRedisClient, standalone } from './clients.ts';
-import { REDIS_COMMAND_TIMEOUT_MS } from './store.ts';
+import { createRedisClient, REDIS_COMMAND_TIMEOUT_MS, standalone } from './clients.ts';
 
 /**
  * Just enough of a Redis to connect to: it answers every command with the same 40-character bulk
@@ -48,6 +47,36 @@ afterEach(async () => {
   cleanup = [];
 });
 
+/** A connected client of `redis`, closed after the test. */
+async function connected(redis: { url: string }) {
+  const client = createRedisClient(redis.url);
+  client.on('error', () => {});
+  await client.connect();
+  cleanup.push(async () => {
+    client.destroy();
+  });
+  return client;
+}
+
+describe('timeouts', () => {
+  it("arm no timer of node-redis's own for a command: `bounded` is every command's one timeout", async () => {
+    const redis = await fakeRedis();
+    cleanup.push(() => redis.close());
+    const { store, sessionStore, rateLimitStore } = storeDeps(standalone(await connected(redis)));
+    const limiter = rateLimitStore!('auth:');
+    await limiter.init?.({ windowMs: 60_000 } as Parameters<NonNullable<typeof limiter.init>>[0]);
+    const timers = vi.spyOn(AbortSignal, 'timeout');
+    cleanup.push(async () => timers.mockRestore());
+
+    await store.get('a key');
+    await store.set('a key', 'a value', 60_000);
+    // The fake's answers are no session and no count: only that the commands went matters here.
+    await new Promise<void>((resolve) => sessionStore.get('sid', () => resolve()));
+    await Promise.resolve(limiter.get?.('127.0.0.1')).catch(() => undefined);
+    expect(timers).not.toHaveBeenCalled();
+  });
+});
+
 describe('against a Redis that stops answering', () => {
   /** How `work` failed, and how long it took to. */
   async function failure(work: () => Promise<unknown>) {
@@ -62,13 +91,7 @@ describe('against a Redis that stops answering', () => {
   it('the broker store, the session store and the rate limiter each fail within the bound, as "store down"', async () => {
     const redis = await fakeRedis();
     cleanup.push(() => redis.close());
-    const client = createRedisClient(redis.url);
-    client.on('error', () => {});
-    await client.connect();
-    cleanup.push(async () => {
-      client.destroy();
-    });
-    const { store, sessionStore, rateLimitStore } = storeDeps(standalone(client));
+    const { store, sessionStore, rateLimitStore } = storeDeps(standalone(await connected(redis)));
     const limiter = rateLimitStore!('auth:');
     await limiter.init?.({ windowMs: 60_000 } as Parameters<NonNullable<typeof limiter.init>>[0]);
     expect(await store.get('answered')).toBe('f'.repeat(40));

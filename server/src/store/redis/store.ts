@@ -1,5 +1,5 @@
 import { trimOldest } from '../../base/bounded.ts';
-import { trackedAnswers, type Redis } from './clients.ts';
+import { bounded, trackedAnswers, type Redis } from './clients.ts';
 import type { TrackedAnswers } from './tracked.ts';
 import { StoreUnavailableError, type Store, type Versioned } from '../types.ts';
 import {
@@ -19,28 +19,6 @@ import {
   GET_VERSIONED_HASH,
   SET_VERSIONED,
 } from './scripts.ts';
-
-/** A command Redis has not answered by then has failed: a frozen Redis must not hang requests. */
-export const REDIS_COMMAND_TIMEOUT_MS = 1000;
-
-/**
- * `command`, failed with a StoreUnavailableError once it has gone unanswered for `ms`. node-redis's
- * own command timeout stops counting once a command is written, so against a Redis that accepts
- * connections but never answers (frozen, or a black-holed network) every request would hang.
- * node-redis 6's built-in command timeout does not replace it either: with `commandOptions.timeout`
- * and `withCommandOptions`, a GET written to a SIGSTOPped redis-server was still unanswered 30 s
- * later (tried when moving to 6, see the operations guide).
- */
-export function bounded<T>(command: Promise<T>, ms = REDIS_COMMAND_TIMEOUT_MS): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(
-      () => reject(new StoreUnavailableError(`Redis did not answer within ${ms} ms`)),
-      ms,
-    );
-  });
-  return Promise.race([command, timeout]).finally(() => clearTimeout(timer));
-}
 
 export interface RedisStoreOptions {
   /** Called on every command that failed or went unanswered (the Redis errors metric). */
