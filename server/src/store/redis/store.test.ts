@@ -47,24 +47,28 @@ afterEach(async () => {
   cleanup = [];
 });
 
-/** A connected client of `redis`, closed after the test. */
-async function connected(redis: { url: string }) {
+/**
+ * The broker's stores (its own, the session store, the rate limiter) over a client connected to a
+ * fake Redis; all closed after the test.
+ */
+async function storesOnFake() {
+  const redis = await fakeRedis();
+  cleanup.push(() => redis.close());
   const client = createRedisClient(redis.url);
   client.on('error', () => {});
   await client.connect();
   cleanup.push(async () => {
     client.destroy();
   });
-  return client;
+  const { store, sessionStore, rateLimitStore } = storeDeps(standalone(client));
+  const limiter = rateLimitStore!('auth:');
+  await limiter.init?.({ windowMs: 60_000 } as Parameters<NonNullable<typeof limiter.init>>[0]);
+  return { redis, store, sessionStore, limiter };
 }
 
 describe('timeouts', () => {
   it("arm no timer of node-redis's own for a command: `bounded` is every command's one timeout", async () => {
-    const redis = await fakeRedis();
-    cleanup.push(() => redis.close());
-    const { store, sessionStore, rateLimitStore } = storeDeps(standalone(await connected(redis)));
-    const limiter = rateLimitStore!('auth:');
-    await limiter.init?.({ windowMs: 60_000 } as Parameters<NonNullable<typeof limiter.init>>[0]);
+    const { store, sessionStore, limiter } = await storesOnFake();
     const timers = vi.spyOn(AbortSignal, 'timeout');
     cleanup.push(async () => timers.mockRestore());
 
@@ -89,11 +93,7 @@ describe('against a Redis that stops answering', () => {
   }
 
   it('the broker store, the session store and the rate limiter each fail within the bound, as "store down"', async () => {
-    const redis = await fakeRedis();
-    cleanup.push(() => redis.close());
-    const { store, sessionStore, rateLimitStore } = storeDeps(standalone(await connected(redis)));
-    const limiter = rateLimitStore!('auth:');
-    await limiter.init?.({ windowMs: 60_000 } as Parameters<NonNullable<typeof limiter.init>>[0]);
+    const { redis, store, sessionStore, limiter } = await storesOnFake();
     expect(await store.get('answered')).toBe('f'.repeat(40));
 
     redis.freeze();
