@@ -202,16 +202,19 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
   };
 
   /**
-   * A call's session and the record it reads next: in one round trip whenever neither is kept,
-   * tracked (and kept) once the session is known to exist, untracked before.
+   * A call's session and the record it reads next: the kept session, else both in one round trip
+   * whenever neither is kept, tracked (and kept) once the session is known to exist, untracked
+   * before. Null: `tracked` reads the session alone (Redis not vouched for, or its record kept).
    */
   const getWith = (
     key: string,
     alongside: string,
     kept: TrackedAnswers,
   ): Promise<string | null> | null => {
-    // A kept session (every call of a user this broker keeps) is answered before any hashing.
-    if (!vouched(key) || kept.recall(key) !== undefined) return null;
+    if (!vouched(key)) return null;
+    // A kept session (every call of a user this broker keeps) is answered here, looked up once.
+    const session = kept.recall(key);
+    if (session !== undefined) return Promise.resolve(session as string);
     if (!kept.known(key)) return readUntracked(kept, key, alongside);
     return kept.recall(alongside) === undefined ? readTogether(kept, key, alongside) : null;
   };
