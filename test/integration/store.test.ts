@@ -186,6 +186,54 @@ describe('the client-side cache of sessions and records', () => {
     }
   });
 
+  it('track no record that is absent the first time it is read: a valid session naming connections it does not have leaves the tracking table flat', async () => {
+    const own = createRedisClient(redis.url, 10_000);
+    await own.connect();
+    const store = createRedisStore(standalone(own));
+    const trackedKeys = async () =>
+      Number(/tracking_total_keys:(\d+)/.exec(await client.info('stats'))?.[1]);
+    const session = 'contract:{valid}:session';
+    const record = (id: number | string) => `contract:{valid}:connection:${id}`;
+    try {
+      await store.set(session, 'on', 60_000);
+      await store.setVersioned(record('real'), 0, 'sealed', 60_000);
+      // The session known and kept, as for every call of a user this broker serves.
+      await expect
+        .poll(
+          async () => (
+            await store.get(session, { cached: true, alongside: record('real') }),
+            await store.getVersioned(record('real'), { cached: true }),
+            trackedAnswers(own)!.recall(session)
+          ),
+        )
+        .toBe('on');
+      const before = await trackedKeys();
+      for (let n = 0; n < 1000; n++) {
+        // A call's session with the record it names, then its own read of that record, ...
+        expect(await store.get(session, { cached: true, alongside: record(n) })).toBe('on');
+        expect(await store.getVersioned(record(n), { cached: true })).toBeNull();
+        // ... and a record read alone, as the connection list and refreshes do.
+        expect(await store.getVersioned(record(`alone-${n}`), { cached: true })).toBeNull();
+      }
+      expect((await trackedKeys()) - before).toBeLessThan(10);
+      // A record that exists is still kept, and still dropped when it changes.
+      await expect
+        .poll(
+          async () => (
+            await store.getVersioned(record('real'), { cached: true }),
+            trackedAnswers(own)!.recall(record('real'))
+          ),
+        )
+        .toEqual({ version: 1, value: 'sealed' });
+      await client.set(record('real'), '2:resealed');
+      await expect
+        .poll(() => store.getVersioned(record('real'), { cached: true }))
+        .toEqual({ version: 2, value: 'resealed' });
+    } finally {
+      await store.close();
+    }
+  });
+
   it('read a session not yet known and its record in one round trip, tracking neither, and lend the record to one read', async () => {
     const own = createRedisClient(redis.url, 10_000);
     await own.connect();
@@ -281,15 +329,15 @@ describe('the client-side cache of sessions and records', () => {
     try {
       await store.set(session, 'on', 60_000);
       await store.setVersioned(record, 0, 'sealed', 60_000);
-      // The session is read once alone (untracked: it was not known to exist) ...
+      // The session and its record are read once untracked: neither was known to exist ...
       await expect
         .poll(
           async () => (
-            await store.get(session, { cached: true }),
-            trackedAnswers(own)!.known(session)
+            await store.get(session, { cached: true, alongside: record }),
+            [session, record].map((key) => trackedAnswers(own)!.known(key))
           ),
         )
-        .toBe(true);
+        .toEqual([true, true]);
       trackedAnswers(own)!.forget(null);
       const before = await calls();
       // ... then with its record, in one command, and both kept.

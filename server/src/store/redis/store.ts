@@ -140,11 +140,17 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
   const script = (source: string, keys: string[], args: string[]) =>
     guard(() => client.eval(source, { keys, arguments: args }));
 
-  /** A versioned value, stored as `<version>:<value>` (format 2) or as a hash (format 1). */
-  const readVersioned = async (key: string): Promise<Versioned | null> => {
+  /**
+   * A versioned value, stored as `<version>:<value>` (format 2) or as a hash (format 1). `command`:
+   * GET, tracked; or GETEX, which changes nothing and which Redis does not track (a write command).
+   */
+  const readVersioned = async (
+    key: string,
+    command: 'GET' | 'GETEX' = 'GET',
+  ): Promise<Versioned | null> => {
     let raw: unknown;
     try {
-      raw = await redis.sendCommand(key, ['GET', key]);
+      raw = await redis.sendCommand(key, [command, key]);
     } catch (error) {
       if (!String((error as Error).message).startsWith('WRONGTYPE')) throw error;
       raw = await client.eval(GET_VERSIONED_HASH, { keys: [key] });
@@ -171,30 +177,36 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     return value;
   };
   /**
-   * A session not known to exist and the record its call reads next, in one round trip and
-   * untracked (see `tracked`): two GETEX, written together. An absent record is lent as absent:
-   * a call naming no connection of its session gets its 404 without another read, and without
-   * Redis tracking a key that does not exist. A record still in format 1 (a hash) answers
-   * WRONGTYPE, and is read alone, as is one not lent in time.
+   * A session and the record its call reads next, in one round trip, the record untracked (see
+   * `tracked`): it is not known to exist, and a session may name a connection it does not have. The
+   * session is read tracked and kept when it is known to exist (`track`), else untracked too: two
+   * commands written together. An absent record is lent as absent: a call naming no connection of
+   * its session gets its 404 without another read, and without Redis tracking a key that does not
+   * exist. A record still in format 1 (a hash) answers WRONGTYPE, and is read alone, as is one not
+   * lent in time.
    */
   const readUntracked = async (
     kept: TrackedAnswers,
     first: string,
     second: string,
+    track: boolean,
   ): Promise<string | null> => {
+    const epoch = kept.epoch;
     const [value, versioned] = await guard(() =>
       Promise.all([
-        redis.sendCommand(first, ['GETEX', first]) as Promise<string | null>,
+        redis.sendCommand(first, [track ? 'GET' : 'GETEX', first]) as Promise<string | null>,
         (redis.sendCommand(first, ['GETEX', second]) as Promise<string | null>).catch(
           () => undefined,
         ),
       ]),
     );
     if (typeof value !== 'string') return null;
-    kept.found(first);
+    if (track) kept.remember(first, value, epoch);
+    else kept.found(first);
     const answer =
       typeof versioned === 'string' ? (parseVersioned(versioned) ?? undefined) : versioned;
     if (answer !== undefined) {
+      if (answer !== null) kept.found(second);
       lent.set(second, { answer, at: clock() });
       trimOldest(lent, LENT_MAX);
     }
@@ -203,8 +215,8 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
 
   /**
    * A call's session and the record it reads next: the kept session, else both in one round trip
-   * whenever neither is kept, tracked (and kept) once the session is known to exist, untracked
-   * before. Null: `tracked` reads the session alone (Redis not vouched for, or its record kept).
+   * whenever neither is kept: each tracked (and kept) once it is known to exist, untracked before.
+   * Null: `tracked` reads the session alone (Redis not vouched for, or its record kept).
    */
   const getWith = (
     key: string,
@@ -215,8 +227,11 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     // A kept session (every call of a user this broker keeps) is answered here, looked up once.
     const session = kept.recall(key);
     if (session !== undefined) return Promise.resolve(session as string);
-    if (!kept.known(key)) return readUntracked(kept, key, alongside);
-    return kept.recall(alongside) === undefined ? readTogether(kept, key, alongside) : null;
+    if (!kept.known(key)) return readUntracked(kept, key, alongside, false);
+    if (kept.recall(alongside) !== undefined) return null;
+    return kept.known(alongside)
+      ? readTogether(kept, key, alongside)
+      : readUntracked(kept, key, alongside, true);
   };
 
   /**
@@ -274,7 +289,14 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
       (await script(EXPIRE_IF_EQUALS, [key], [value, String(ttlMs)])) === 1,
     getVersioned: async (key, options = {}) => {
       const borrowed = options.cached === true && lent.size > 0 ? borrow(key) : undefined;
-      return borrowed ? borrowed.answer : tracked(key, options, () => readVersioned(key));
+      return borrowed
+        ? borrowed.answer
+        : tracked(
+            key,
+            options,
+            () => readVersioned(key),
+            () => readVersioned(key, 'GETEX'),
+          );
     },
     setVersioned: async (key, expected, value, ttlMs, outbox) => {
       const written =

@@ -33,8 +33,8 @@ describe('TrackedAnswers', () => {
     expect(answers.recall('b')).toBe(2);
   });
 
-  it('knows the last max / 2 keys found: a session is admitted while as many as the cache holds were found since', () => {
-    const answers = new TrackedAnswers(4);
+  it('knows the last max keys found: a session and its record are admitted while as many as the cache holds were found since', () => {
+    const answers = new TrackedAnswers(2);
     for (const key of ['a', 'b', 'c']) answers.found(key);
     expect(['a', 'b', 'c', 'd'].map((key) => answers.known(key))).toEqual([
       false,

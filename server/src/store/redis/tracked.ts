@@ -45,14 +45,15 @@ export class TrackedAnswers {
   }
 
   /**
-   * Whether `key` held a value when this process last read it, among the last `max / 2` keys
-   * found. Only such keys are read tracked: Redis remembers every key a tracked read asks for,
-   * present or not, until it changes, and the keys of unknown session tokens never change (6,000
-   * of them grew its table by 6,000). It is also the cache's admission: a session is kept from
-   * its second read on, if that comes while as many sessions as the cache holds (two answers each,
-   * the session and its record) were found since. With far more sessions than that, each read
-   * once in a while (100,000 in S6), keeping every one would evict another, both wasted.
-   * (A hash shared with an unknown token's key, one in a billion, only gets that key tracked.)
+   * Whether `key` held a value when this process last read it, among the last `max` keys found.
+   * Only such keys are read tracked: Redis remembers every key a tracked read asks for, present or
+   * not, until it changes, and the keys of unknown session tokens, or of connections a session
+   * does not have, never change (6,000 of them grew its table by 6,000). It is also the cache's
+   * admission: a session and its record are kept from their second read on, if that comes while as
+   * many sessions as the cache holds (two keys each, the session and its record) were found since.
+   * With far more sessions than that, each read once in a while (100,000 in S6), keeping every one
+   * would evict another, both wasted.
+   * (A hash shared with an unknown key, one in a billion, only gets that key tracked.)
    */
   known(key: string): boolean {
     return this.#known.has(hash(key));
@@ -63,7 +64,7 @@ export class TrackedAnswers {
     const h = hash(key);
     this.#known.delete(h);
     this.#known.set(h, true);
-    trimOldest(this.#known, Math.max(1, this.#max / 2));
+    trimOldest(this.#known, Math.max(1, this.#max));
   }
 
   /** One key changed, or (null) any may have: Redis flushed, or a connection was lost. */
