@@ -1,5 +1,7 @@
+import { once } from 'node:events';
 import { Writable } from 'node:stream';
-import { MockAgent } from 'undici';
+import { Worker } from 'node:worker_threads';
+import { Agent, MockAgent } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../ops/logger.ts';
 import { createProvider, ProviderError } from './provider.ts';
@@ -12,9 +14,10 @@ const TOKENS = {
   refresh_token: 'rt-1',
 };
 
-let agent: MockAgent;
+let agent: MockAgent | undefined;
 afterEach(async () => {
-  await agent.close();
+  await agent?.close();
+  agent = undefined;
 });
 
 /** A provider over a mock token endpoint that answers `reply` and keeps each form it was sent. */
@@ -116,5 +119,71 @@ describe('a token response the broker cannot use', () => {
     const line = logged(error);
     expect(line).toContain('token response is not a valid token set');
     expect(line).not.toContain('at-must');
+  });
+});
+
+describe('a broker paused while the provider answers (SIGSTOP, a long GC)', () => {
+  /**
+   * A token endpoint on a thread of its own, so that it answers while this one is frozen. The
+   * shared flags: [0] the request arrived, [1] this thread froze, [2] the answer was written.
+   */
+  function endpointOnAThread() {
+    const flags = new Int32Array(new SharedArrayBuffer(12));
+    const worker = new Worker(
+      `const { createServer } = require('node:http');
+       const { parentPort, workerData: flags } = require('node:worker_threads');
+       const server = createServer((request, response) => {
+         request.resume();
+         Atomics.store(flags, 0, 1);
+         Atomics.notify(flags, 0);
+         // The answer goes out only once the broker is frozen: it waits in the socket.
+         Atomics.wait(flags, 1, 0);
+         response.end(${JSON.stringify(JSON.stringify(TOKENS))}, () => {
+           Atomics.store(flags, 2, 1);
+           Atomics.notify(flags, 2);
+         });
+       });
+       server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port));`,
+      { eval: true, workerData: flags },
+    );
+    return { flags, worker, port: once(worker, 'message').then(([port]) => port as number) };
+  }
+
+  it('reads an answer that arrived during the pause, though the pause outlasted the request’s timeout', async () => {
+    const { flags, worker, port } = endpointOnAThread();
+    const dispatcher = new Agent();
+    try {
+      const timeoutMs = 200;
+      const provider = createProvider({
+        clientId: 'client',
+        clientSecret: 'secret',
+        redirectUri: 'https://broker.example.test/auth/callback',
+        dispatcher,
+        now: () => 1_000,
+        timeoutMs,
+      });
+      const refreshed = provider.refresh(`http://127.0.0.1:${await port}/licenses/1`, 'rt-0');
+      const outcome = refreshed.then(
+        (tokens) => tokens,
+        (error: unknown) => error,
+      );
+      // The request is at the provider: freeze this thread until the answer is in the socket and
+      // the request's timeout has passed, as a SIGSTOP would (timers then run before the socket
+      // is read).
+      await new Promise<void>((resolve) => {
+        const arrived = () => (Atomics.load(flags, 0) === 1 ? resolve() : setImmediate(arrived));
+        arrived();
+      });
+      const frozenAt = performance.now();
+      Atomics.store(flags, 1, 1);
+      Atomics.notify(flags, 1);
+      Atomics.wait(flags, 2, 0);
+      const left = timeoutMs + 50 - (performance.now() - frozenAt);
+      if (left > 0) Atomics.wait(flags, 2, 1, left);
+      await expect(outcome).resolves.toMatchObject({ accessToken: 'at-1', refreshToken: 'rt-1' });
+    } finally {
+      await dispatcher.close();
+      await worker.terminate();
+    }
   });
 });

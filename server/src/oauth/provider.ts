@@ -59,6 +59,30 @@ export interface ProviderOptions {
 const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024;
 
 /**
+ * A request's deadline that lets an answer already received be read first. After a pause (the
+ * process stopped, a long GC), Node runs due timers before it reads its sockets: a plain
+ * AbortSignal.timeout (or undici's own timeouts) would end a request whose answer is waiting in the
+ * socket, and a rotated pair the provider has issued would be thrown away. So the deadline aborts
+ * from an immediate, which runs after that loop turn has read the sockets.
+ */
+function deferredDeadline(ms: number): { signal: AbortSignal; clear: () => void } {
+  const controller = new AbortController();
+  let immediate: NodeJS.Immediate | undefined;
+  const timer = setTimeout(() => {
+    immediate = setImmediate(() =>
+      controller.abort(new DOMException('the token request timed out', 'TimeoutError')),
+    );
+  }, ms);
+  return {
+    signal: controller.signal,
+    clear: () => {
+      clearTimeout(timer);
+      clearImmediate(immediate);
+    },
+  };
+}
+
+/**
  * The provider's two token operations, on the license's api_url. The caller has already checked
  * api_url against the allowlist: the client secret goes nowhere else. Redirects are never followed.
  */
@@ -71,6 +95,20 @@ export function createProvider(options: ProviderOptions) {
       client_secret: options.clientSecret,
     }).toString();
     const issuedAt = options.now();
+    const deadline = deferredDeadline(options.timeoutMs);
+    try {
+      return await answer(url, body, issuedAt, deadline.signal);
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  async function answer(
+    url: URL,
+    body: string,
+    issuedAt: number,
+    signal: AbortSignal,
+  ): Promise<TokenSet> {
     let response: Dispatcher.ResponseData;
     try {
       response = await options.dispatcher.request({
@@ -82,9 +120,10 @@ export function createProvider(options: ProviderOptions) {
           accept: 'application/json',
         },
         body,
-        headersTimeout: options.timeoutMs,
-        bodyTimeout: options.timeoutMs,
-        signal: AbortSignal.timeout(options.timeoutMs),
+        // The deadline bounds headers and body alike: undici's own timers would fire as early.
+        headersTimeout: 0,
+        bodyTimeout: 0,
+        signal,
       });
     } catch (cause) {
       // Refused or unreachable: nothing was sent. Otherwise the provider may have acted on it.
