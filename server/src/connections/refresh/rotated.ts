@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { eventConnection } from '../events.ts';
 import { isStoreDown } from '../../store/errors.ts';
 import type { ConnectionRecord, ConnectionRepository, LoadedConnection } from '../records.ts';
 import type { RefreshBackoff } from './backoff.ts';
@@ -52,11 +53,15 @@ export function createRotatedPairs(deps: {
   }
 
   /**
-   * A rotated pair the versioned write refused. A higher stored version is a newer pair that
-   * another holder stored after this one's lease ran out: it stands. A lower one means the store
-   * went back in time (a failover promoted a replica that had not received the last writes): the
-   * stored pair is already used up at the provider and the one in hand is the only valid one, so
-   * it is written over the stale record. Answers what the store holds afterwards.
+   * A rotated pair the versioned write refused. A higher stored version is a newer state that
+   * another holder stored after this one's lease ran out: it stands, unless it is the disconnection
+   * that holder's refresh caused. It read the same version as this one, so it presented the same
+   * refresh token, which this one's request had used up: the provider refused a second use, and the
+   * pair in hand is the newest there is. It is written over that disconnection, which is reported
+   * undone. A lower stored version means the store went back in time (a failover promoted a replica
+   * that had not received the last writes): the stored pair is already used up at the provider and
+   * the one in hand is the only valid one, so it is written over the stale record. Answers what the
+   * store holds afterwards.
    */
   async function afterRefused(
     sid: string,
@@ -64,14 +69,25 @@ export function createRotatedPairs(deps: {
     expected: number,
   ): Promise<LoadedConnection | null> {
     const stored = await connections.load(sid, next.id);
-    if (
-      stored &&
-      stored.version < expected &&
-      (await connections.save(sid, next, stored.version))
-    ) {
+    if (!stored) return null;
+    if (stored.version < expected && (await connections.save(sid, next, stored.version))) {
       log.warn(
         { connection: next.id, stored: stored.version, expected },
         'the store had lost writes (a failover?): stored the rotated pair over the older one',
+      );
+      return { record: next, version: stored.version + 1 };
+    }
+    if (
+      stored.version === expected + 1 &&
+      refusedSameToken(stored.record) &&
+      (await connections.save(sid, next, stored.version, {
+        type: 'connection.reconnected',
+        connection: eventConnection(next),
+      }))
+    ) {
+      log.warn(
+        { connection: next.id },
+        'refresh finished after its lease, and another holder had presented the refresh token it used up: stored the newest pair over that disconnection',
       );
       return { record: next, version: stored.version + 1 };
     }
@@ -117,4 +133,13 @@ export function createRotatedPairs(deps: {
   }
 
   return { store };
+}
+
+/** A disconnection a refresh's rejection made (refresh/service.ts's `disconnect`). */
+function refusedSameToken(record: ConnectionRecord): boolean {
+  return (
+    record.status === 'disconnected' &&
+    (record.disconnectedReason === 'refresh_rejected' ||
+      record.disconnectedReason === 'refresh_response_lost')
+  );
 }

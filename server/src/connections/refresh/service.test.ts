@@ -421,3 +421,82 @@ describe('the refresh, step by step on the in-memory store', () => {
     ).rejects.toMatchObject({ code: 'upstream_unavailable' });
   });
 });
+
+describe('a holder paused past its lease after the provider answered it (issue 39)', () => {
+  /** The provider's rule for refresh tokens: single use, a second use fails. */
+  function singleUse(w: ReturnType<typeof instances>, answers: Map<string, Promise<TokenSet>>) {
+    const used = new Set<string>();
+    w.answerWith(async (refreshToken) => {
+      if (used.has(refreshToken))
+        throw new ProviderError('rejected', 'token endpoint answered 400', { status: 400 });
+      used.add(refreshToken);
+      return answers.get(refreshToken) ?? w.rotated(Number(refreshToken.slice(3)) + 1);
+    });
+  }
+
+  it('keeps the connection: the other instance’s second use of the token fails, and the resumed holder stores the newest pair', async () => {
+    const w = instances(2);
+    const loaded = await w.connect(-1);
+    // The provider has rotated rt-1 into rt-2, but the holder is paused before it reads the answer.
+    const answered = deferred<TokenSet>();
+    singleUse(w, new Map([['rt-1', answered.promise]]));
+    const paused = w.tokens[0]!.usable(SID, loaded);
+    await settle();
+    expect(w.calls).toEqual(['rt-1']);
+    // Its lease runs out; another instance takes it and presents rt-1 again: the provider refuses.
+    w.advance(2_001);
+    const other = await w.tokens[1]!.usable(SID, loaded);
+    expect(w.calls).toEqual(['rt-1', 'rt-1']);
+    expect(other.record.status).toBe('disconnected');
+    // The holder resumes with the only pair the provider still honours, and stores it.
+    answered.resolve(w.rotated(2));
+    expect((await paused).record).toMatchObject({
+      status: 'connected',
+      tokens: { refreshToken: 'rt-2' },
+    });
+    expect((await w.connections.load(SID, 'c1'))!.record).toMatchObject({
+      status: 'connected',
+      tokens: { refreshToken: 'rt-2' },
+    });
+    expect((await w.events()).map((event) => (event as { type: string }).type)).toEqual([
+      'connection.disconnected',
+      'connection.reconnected',
+    ]);
+    // The connection goes on refreshing from the newest token.
+    w.advance(3_600_000);
+    const next = await w.tokens[1]!.usable(SID, (await w.connections.load(SID, 'c1'))!);
+    expect(next.record.tokens?.refreshToken).toBe('rt-3');
+    expect(w.calls).toEqual(['rt-1', 'rt-1', 'rt-2']);
+  });
+
+  it('leaves a disconnection it did not cause alone: one made after a later refresh stands', async () => {
+    const w = instances(2);
+    const loaded = await w.connect(-1);
+    const answered = deferred<TokenSet>();
+    singleUse(w, new Map([['rt-1', answered.promise]]));
+    const paused = w.tokens[0]!.usable(SID, loaded);
+    await settle();
+    w.advance(2_001);
+    // Meanwhile the user removed the connection and connected it anew, and that grant was revoked.
+    const current = (await w.connections.load(SID, 'c1'))!;
+    await w.connections.save(
+      SID,
+      { ...current.record, tokens: { ...current.record.tokens!, refreshToken: 'rt-9' } },
+      current.version,
+    );
+    const fresh = (await w.connections.load(SID, 'c1'))!;
+    await w.connections.save(
+      SID,
+      {
+        id: 'c1',
+        apiUrl: record.apiUrl,
+        connectedAt: record.connectedAt,
+        status: 'disconnected',
+        disconnectedReason: 'refresh_rejected',
+      },
+      fresh.version,
+    );
+    answered.resolve(w.rotated(2));
+    expect((await paused).record.status).toBe('disconnected');
+  });
+});
