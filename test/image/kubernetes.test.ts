@@ -39,7 +39,7 @@ const OVERLAY = 'development';
 
 let objects: KubeObject[];
 let redis: RedisServer;
-let secretsDir: string | undefined;
+const secretsDirs: string[] = [];
 const containers: string[] = [];
 
 beforeAll(async () => {
@@ -48,7 +48,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const name of containers) await docker(['rm', '--force', name]).catch(() => {});
-  if (secretsDir !== undefined) await rm(secretsDir, { recursive: true, force: true });
+  for (const dir of secretsDirs) await rm(dir, { recursive: true, force: true });
   await redis?.[Symbol.asyncDispose]();
 });
 
@@ -99,8 +99,9 @@ async function runArguments(
   for (const mount of container.volumeMounts ?? []) {
     const volume = pod.volumes?.find((each) => each.name === mount.name);
     if (volume?.secret !== undefined) {
-      secretsDir = await secretFiles(pod, mount.name);
-      args.push('--volume', `${secretsDir}:${mount.mountPath}:ro`);
+      const dir = await secretFiles(pod, mount.name);
+      secretsDirs.push(dir);
+      args.push('--volume', `${dir}:${mount.mountPath}:ro`);
     } else if (volume?.emptyDir !== undefined) {
       const size = volume.emptyDir.sizeLimit;
       args.push(
@@ -185,8 +186,12 @@ describe('the image, as the Kubernetes Deployment runs it', () => {
       `NODE_OPTIONS=--max-old-space-size=${oldSpaceMiB(memory)}`,
     );
 
-    // Prometheus's scrape, with the Secret's METRICS_TOKEN, on the metrics port.
-    const secret = find(objects, 'Secret', 'baton-broker-secrets');
+    // Prometheus's scrape, with the METRICS_TOKEN of the Secret its ServiceMonitor names (that
+    // token alone), on the metrics port.
+    const monitor = find(objects, 'ServiceMonitor', 'baton-broker') as KubeObject & {
+      spec: { endpoints: { authorization: { credentials: { name: string } } }[] };
+    };
+    const secret = find(objects, 'Secret', monitor.spec.endpoints[0]!.authorization.credentials.name);
     const token = Buffer.from(secret.data!.METRICS_TOKEN!, 'base64').toString();
     const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`, {
       headers: { authorization: `Bearer ${token}` },

@@ -8,6 +8,7 @@ import * as apps from 'kubernetes-models/apps/v1';
 import * as autoscaling from 'kubernetes-models/autoscaling/v2';
 import * as networking from 'kubernetes-models/networking.k8s.io/v1';
 import * as policy from 'kubernetes-models/policy/v1';
+import * as rbac from 'kubernetes-models/rbac.authorization.k8s.io/v1';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { FILE_SECRETS, loadConfig } from '../../server/src/config/config.ts';
 import {
@@ -45,7 +46,7 @@ const isModel = (value: unknown): value is Model =>
   typeof value === 'function' &&
   typeof (value as Partial<Model>).apiVersion === 'string' &&
   typeof (value as Partial<Model>).kind === 'string';
-const MODELS: Model[] = [core, apps, autoscaling, networking, policy, monitoring]
+const MODELS: Model[] = [core, apps, autoscaling, networking, policy, rbac, monitoring]
   .flatMap((module) => Object.values(module) as unknown[])
   .filter(isModel);
 
@@ -174,17 +175,27 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
     }
   });
 
-  it("takes every secret from a file of the broker's Secret, as config.ts reads them (FILE_SECRETS)", () => {
+  it("takes every secret from a file of the broker's Secrets, as config.ts reads them (FILE_SECRETS)", () => {
     const { container, pod } = broker(objects);
     const env = containerEnv(objects, container);
     for (const name of FILE_SECRETS) expect(env[name], `${name} as a value`).toBeUndefined();
-    const secretVolume = pod.volumes?.find((volume) => volume.secret !== undefined);
-    expect(secretVolume?.secret?.secretName).toBe('baton-broker-secrets');
+    // The broker's secrets, and the metrics token in a Secret of its own (isolation.test.ts).
+    const secretVolumes = pod.volumes?.filter((volume) => volume.secret !== undefined) ?? [];
+    expect(secretVolumes.map((volume) => volume.secret?.secretName).sort()).toEqual([
+      'baton-broker-secrets',
+      'baton-metrics',
+    ]);
     // Readable by the broker's group (fsGroup), by no one else.
-    expect(secretVolume?.secret?.defaultMode).toBe(0o440);
-    const mount = container.volumeMounts?.find((each) => each.name === secretVolume?.name);
+    for (const volume of secretVolumes) expect(volume.secret?.defaultMode, volume.name).toBe(0o440);
+    const mountOf = (secretName: string) => {
+      const volume = secretVolumes.find((each) => each.secret?.secretName === secretName);
+      return container.volumeMounts?.find((each) => each.name === volume?.name)?.mountPath;
+    };
     const given = FILE_SECRETS.filter((name) => env[`${name}_FILE`] !== undefined);
-    for (const name of given) expect(env[`${name}_FILE`]).toBe(`${mount?.mountPath}/${name}`);
+    for (const name of given)
+      expect(env[`${name}_FILE`]).toBe(
+        `${mountOf(name === 'METRICS_TOKEN' ? 'baton-metrics' : 'baton-broker-secrets')}/${name}`,
+      );
     expect(given).toEqual(
       expect.arrayContaining([
         'CLIENT_SECRET',
@@ -203,8 +214,11 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
       // Made by the operator in the namespace: no secret is ever in the repository.
       expect(secrets).toEqual([]);
     } else {
-      const secret = find(objects, 'Secret', 'baton-broker-secrets');
-      for (const name of given) expect(Object.keys(secret.data ?? {})).toContain(name);
+      const keys = [
+        ...Object.keys(find(objects, 'Secret', 'baton-broker-secrets').data ?? {}),
+        ...Object.keys(find(objects, 'Secret', 'baton-metrics').data ?? {}),
+      ];
+      expect(keys.sort()).toEqual([...given].sort());
     }
   });
 
@@ -293,7 +307,7 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
     expect(endpoint!.path).toBe('/metrics');
     expect(endpoint!.authorization).toEqual({
       type: 'Bearer',
-      credentials: { name: 'baton-broker-secrets', key: 'METRICS_TOKEN' },
+      credentials: { name: 'baton-metrics', key: 'METRICS_TOKEN' },
     });
   });
 
