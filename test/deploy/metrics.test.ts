@@ -99,6 +99,18 @@ describe('METRICS_PORT', () => {
     expect(text).toContain('# TYPE baton_http_requests_total counter');
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(404);
   });
+
+  it('with METRICS_TOKEN too (as in Kubernetes): there with the token, and not on the public port even with it', async () => {
+    const port = await freePort();
+    await using broker = await BrokerProcess.start(
+      env({ METRICS_PORT: String(port), METRICS_TOKEN }),
+    );
+    const withToken = { headers: { authorization: `Bearer ${METRICS_TOKEN}` } };
+    expect((await fetch(`${broker.url}/metrics`, withToken)).status).toBe(404);
+    expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(404);
+    const text = await scrape(`http://127.0.0.1:${port}`, METRICS_TOKEN);
+    expect(text).toContain('# TYPE baton_http_requests_total counter');
+  });
 });
 
 describe('as Prometheus expects', () => {

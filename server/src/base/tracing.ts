@@ -2,6 +2,7 @@ import {
   context,
   defaultTextMapGetter,
   ROOT_CONTEXT,
+  SamplingDecision,
   SpanKind,
   SpanStatusCode,
   trace,
@@ -12,6 +13,7 @@ import {
   type SpanOptions,
 } from '@opentelemetry/api';
 import type * as SdkTrace from '@opentelemetry/sdk-trace';
+import { createHmac, randomBytes } from 'node:crypto';
 import type {
   IncomingHttpHeaders,
   IncomingMessage,
@@ -56,8 +58,9 @@ export function tracingRequested(env: Env): boolean {
  * The trace context is a trust boundary. A caller's `traceparent` is continued (its trace id and
  * span are the server span's parent), but nothing else it sends: its `tracestate` and `baggage`
  * are never read, so they never go upstream, and only W3C trace context is propagated. And the
- * caller's sampled flag does not decide: the configured sampler's own rule does (its root, by the
- * trace id), unless `trustCallerSampling` says the caller is a proxy of the operator's own.
+ * caller decides nothing about sampling: not by its sampled flag (the configured sampler's root
+ * decides), nor by the trace id it picks (a ratio is drawn by a keyed hash of the id,
+ * traceSampler), unless `trustCallerSampling` says the caller is a proxy of the operator's own.
  */
 export async function startTracing(
   env: Env,
@@ -77,10 +80,9 @@ export async function startTracing(
     typeof headers.traceparent === 'string'
       ? w3c.extract(ROOT_CONTEXT, { traceparent: headers.traceparent }, defaultTextMapGetter)
       : ROOT_CONTEXT;
-  const { sampler, root } = samplerFromEnv(env, samplers);
   const sdk = new NodeSDK({
     serviceName: env['OTEL_SERVICE_NAME'] ?? 'baton-broker',
-    sampler: options.trustCallerSampling === true ? sampler : new CallerSampler(sampler, root),
+    sampler: traceSampler(env, samplers, options),
     textMapPropagator: w3c,
     instrumentations: [
       new UndiciInstrumentation({
@@ -104,46 +106,96 @@ export async function startTracing(
 type Samplers = typeof SdkTrace;
 
 /**
- * The sampler OTEL_TRACES_SAMPLER and its argument name (as the SDK reads them; default
- * parentbased_always_on), and its root: what decides when no parent is trusted.
+ * The broker's sampler: OTEL_TRACES_SAMPLER's as the SDK builds it when callers are trusted; else a
+ * CallerSampler, whose ratio (traceidratio) is drawn by a keyed hash of the trace id, under
+ * `secret` (random for each process unless a test gives one).
  */
-export function samplerFromEnv(env: Env, samplers: Samplers): { sampler: Sampler; root: Sampler } {
+export function traceSampler(
+  env: Env,
+  samplers: Samplers,
+  options: { trustCallerSampling?: boolean; secret?: Uint8Array } = {},
+): Sampler {
+  const { sampler, root, ratio } = samplerFromEnv(env, samplers);
+  if (options.trustCallerSampling === true) return sampler;
+  const callers =
+    ratio === undefined ? root : new KeyedRatioSampler(ratio, options.secret ?? randomBytes(32));
+  return new CallerSampler(sampler, callers);
+}
+
+/**
+ * The sampler OTEL_TRACES_SAMPLER and its argument name (as the SDK reads them; default
+ * parentbased_always_on), its root (what decides when no parent is trusted) and, when that root
+ * samples by trace id, its ratio.
+ */
+export function samplerFromEnv(
+  env: Env,
+  samplers: Samplers,
+): { sampler: Sampler; root: Sampler; ratio: number | undefined } {
   const name = env['OTEL_TRACES_SAMPLER'] || 'parentbased_always_on';
-  const ratio = Number(env['OTEL_TRACES_SAMPLER_ARG'] || '1');
+  const arg = Number(env['OTEL_TRACES_SAMPLER_ARG'] || '1');
   const bare = name.replace(/^parentbased_/, '');
+  const ratio = bare === 'traceidratio' ? (Number.isFinite(arg) ? arg : 1) : undefined;
   const root =
     bare === 'always_off'
       ? new samplers.AlwaysOffSampler()
-      : bare === 'traceidratio'
-        ? new samplers.TraceIdRatioBasedSampler(Number.isFinite(ratio) ? ratio : 1)
+      : ratio !== undefined
+        ? new samplers.TraceIdRatioBasedSampler(ratio)
         : new samplers.AlwaysOnSampler();
   const sampler = name.startsWith('parentbased_')
     ? new samplers.ParentBasedSampler({ root })
     : root;
-  return { sampler, root };
+  return { sampler, root, ratio };
+}
+
+/**
+ * Samples `ratio` of traces by an HMAC-SHA-256 of the trace id under a secret of the process, not
+ * by the id's value as TraceIdRatioBased does: a caller picks its trace id, and with it would pick
+ * the outcome (ids 1, 2, 3… pass any ratio there). One trace id gets one decision in this process.
+ */
+export class KeyedRatioSampler implements Sampler {
+  readonly #ratio: number;
+  readonly #secret: Uint8Array;
+  constructor(ratio: number, secret: Uint8Array) {
+    this.#ratio = ratio;
+    this.#secret = secret;
+  }
+
+  shouldSample(_context: Context, traceId: string): SamplingResult {
+    // The hash's first 48 bits as a share of their range: uniform in [0, 1) for any id.
+    const share =
+      createHmac('sha256', this.#secret).update(traceId).digest().readUIntBE(0, 6) / 2 ** 48;
+    return {
+      decision:
+        share < this.#ratio ? SamplingDecision.RECORD_AND_SAMPLED : SamplingDecision.NOT_RECORD,
+    };
+  }
+
+  toString(): string {
+    return `KeyedRatio{${this.#ratio}}`;
+  }
 }
 
 /**
  * A caller's sampled flag is the caller's say: for a span whose parent came from the caller (the
- * server span), `root` decides by the trace id, as for a trace begun here; for every other span,
- * the configured sampler.
+ * server span), `callers` decides (the configured root, with a keyed ratio for traceidratio), as
+ * for a trace begun here; for every other span, the configured sampler.
  */
 export class CallerSampler implements Sampler {
   readonly #sampler: Sampler;
-  readonly #root: Sampler;
-  constructor(sampler: Sampler, root: Sampler) {
+  readonly #callers: Sampler;
+  constructor(sampler: Sampler, callers: Sampler) {
     this.#sampler = sampler;
-    this.#root = root;
+    this.#callers = callers;
   }
 
   shouldSample(...args: Parameters<Sampler['shouldSample']>): SamplingResult {
     const [parent] = args;
-    const decides = trace.getSpanContext(parent)?.isRemote === true ? this.#root : this.#sampler;
+    const decides = trace.getSpanContext(parent)?.isRemote === true ? this.#callers : this.#sampler;
     return decides.shouldSample(...args);
   }
 
   toString(): string {
-    return `CallerSampler{${this.#sampler.toString()}, callers decide nothing}`;
+    return `CallerSampler{${this.#sampler.toString()}, for callers ${this.#callers.toString()}}`;
   }
 }
 

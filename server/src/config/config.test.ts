@@ -272,10 +272,27 @@ describe('loadConfig: operations settings', () => {
     });
 
     it.each([
+      ['a /8 in two halves', '10.0.0.0/9, 10.128.0.0/9'],
+      ['a /8 and a subnet inside it', '10.0.0.0/8, 10.1.0.0/16'],
+      ['a /8 as a dotted netmask', '10.0.0.0/255.0.0.0'],
+      ['a /8 written as IPv4-mapped IPv6', '::ffff:10.0.0.0/104'],
+      ['the IPv6 unique local /7, and IPv4-mapped single addresses', 'fc00::/7, ::ffff:10.0.0.1'],
+    ])('TRUST_PROXY trusting %s in production', (_name, value) => {
+      expect(problems({ ...production, TRUST_PROXY: value })).toEqual([]);
+    });
+
+    it.each([
       ['every IPv4 and IPv6 address', '0.0.0.0/0,::/0'],
       ['every IPv4 address', '10.0.0.1, 0.0.0.0/0'],
       ['half of IPv4', '0.0.0.0/1'],
       ['every IPv6 address', '::/0'],
+      ['every IPv4 address, as IPv4-mapped IPv6', '::ffff:0:0/96'],
+      ['every IPv4 address, in two dotted-netmask halves', '0.0.0.0/128.0.0.0,128.0.0.0/128.0.0.0'],
+      ['half of IPv4, as a dotted netmask', '0.0.0.0/128.0.0.0'],
+      ['every IPv4 address, in two IPv4-mapped halves', '::ffff:0.0.0.0/97, ::ffff:128.0.0.0/97'],
+      ['an IPv6 /80 that holds every IPv4-mapped address', '::/80'],
+      ['two /8, wider than one in all', '11.0.0.0/8, 12.0.0.0/8'],
+      ['a name that is no address', '10.0.0.0/8, proxies.internal'],
       ['an implausible hop count', '99'],
       ['eleven hops', '11'],
     ])('TRUST_PROXY trusting %s in production', (_name, value) => {

@@ -1,4 +1,5 @@
 import type { Config } from './types.ts';
+import { BITS, prefixHolding, trustedAddresses } from './trusted-addresses.ts';
 import { list, type Values } from './variables.ts';
 
 const LOOPBACK = /^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|localhost)$/;
@@ -56,14 +57,16 @@ export function refusals(
 /** More proxies than any real deployment chains in front of one service. */
 const MAX_PROXY_HOPS = 10;
 /**
- * Ranges wider than this are not a deployment's proxies (10.0.0.0/8 and the IPv6 unique local
- * fc00::/7 are the widest private ones): they are most of the Internet.
+ * More addresses than a range this wide, all entries together, are not a deployment's proxies
+ * (10.0.0.0/8 and the IPv6 unique local fc00::/7 are the widest private ranges): they are most of
+ * the Internet.
  */
 const NARROWEST_TRUST = { 4: 8, 6: 7 } as const;
 
 /**
  * Why a TRUST_PROXY value would let clients choose their own address (past the rate limits), or
- * undefined: a hop count beyond any real chain of proxies, or a range wider than a network's.
+ * undefined: a hop count beyond any real chain of proxies, an entry proxy-addr cannot read, or
+ * more addresses, all entries together, than a network's proxies.
  */
 function implausibleTrust(value: string | undefined): string | undefined {
   if (value === undefined || value === 'true' || value === 'false') return undefined;
@@ -71,12 +74,13 @@ function implausibleTrust(value: string | undefined): string | undefined {
     return Number(value) > MAX_PROXY_HOPS
       ? `TRUST_PROXY=${value} trusts more proxies than any deployment has: give the number in front (1 behind one load balancer), at most ${MAX_PROXY_HOPS}`
       : undefined;
-  for (const entry of list(value)) {
-    const match = /^(.+)\/(\d{1,3})$/.exec(entry);
-    if (!match?.[1]) continue;
-    const family = match[1].includes(':') ? 6 : 4;
-    if (Number(match[2]) < NARROWEST_TRUST[family])
-      return `TRUST_PROXY=${value} trusts ${entry}, a range wider than any network's proxies (IPv4 /${NARROWEST_TRUST[4]}, IPv6 /${NARROWEST_TRUST[6]} at the widest): name your proxies' addresses or subnets`;
+  const trusted = trustedAddresses(list(value));
+  if (typeof trusted === 'string')
+    return `TRUST_PROXY=${value} names ${trusted}, which is not an address, a subnet (CIDR or dotted netmask), loopback, linklocal or uniquelocal`;
+  for (const family of [4, 6] as const) {
+    const widest = 2n ** BigInt(BITS[family] - NARROWEST_TRUST[family]);
+    if (trusted[family] > widest)
+      return `TRUST_PROXY=${value} trusts as many IPv${family} addresses as a /${prefixHolding(trusted[family], family)} (its entries together), wider than any network's proxies (IPv4 /${NARROWEST_TRUST[4]}, IPv6 /${NARROWEST_TRUST[6]} at the widest): name your proxies' addresses or subnets`;
   }
   return undefined;
 }

@@ -9,6 +9,7 @@ import { createApp } from './app.ts';
 import { loadConfig } from '../config/config.ts';
 import { createConnectionRepository, type ConnectionRecord } from '../connections/records.ts';
 import { createSealer, hashToken, parseKeyring, randomToken } from '../base/crypto.ts';
+import { createMetrics } from '../ops/metrics.ts';
 import { keys } from '../store/keys.ts';
 import { storeDeps } from './stores.ts';
 
@@ -71,5 +72,38 @@ describe('a broker whose keyring lacks the key a stored record was sealed under'
     expect(ready.status).toBe(503);
     expect(await ready.json()).toEqual({ status: 'encryption_key_missing' });
     expect(await stores.store.getVersioned(keys.connection(sid, 'c1'))).toEqual(before);
+  });
+});
+
+describe('GET /metrics on the public port', () => {
+  const METRICS_TOKEN = 'm'.repeat(32);
+  const scrape = async (env: Record<string, string>) => {
+    const stores = storeDeps(undefined);
+    const config = loadConfig({ LOG_LEVEL: 'silent', METRICS_TOKEN, ...env });
+    const dispatcher = new Agent();
+    const log = pino({ level: 'silent' });
+    const services = composeServices({ config, store: stores.store, dispatcher, log });
+    const metrics = createMetrics();
+    const { app } = createApp({ config, ...stores, dispatcher, log, services, metrics });
+    const server = createServer(app).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    close = async () => {
+      server.close();
+      await dispatcher.close();
+    };
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    return fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+  };
+
+  it('answers the token when METRICS_TOKEN is set and METRICS_PORT is not', async () => {
+    const answer = await scrape({});
+    expect(answer.status).toBe(200);
+    expect(await answer.text()).toContain('baton_build_info');
+  });
+
+  it('answers 404, even to the token, when METRICS_PORT serves it (as in Kubernetes)', async () => {
+    const answer = await scrape({ METRICS_PORT: '9464' });
+    expect(answer.status).toBe(404);
+    expect(await answer.json()).toEqual({ error: 'not_found', message: 'No such route.' });
   });
 });

@@ -50,7 +50,7 @@ export interface AppDeps {
   sessionStore: SessionStore;
   /** A store per rate limiter (rate-limit-redis, or undefined for express-rate-limit's memory). */
   rateLimitStore?: (prefix: string) => RateLimitStore;
-  /** Prometheus metrics; GET /metrics on this app when config.metrics.token is set. */
+  /** Prometheus metrics; GET /metrics on this app when config.metrics.token is set, and no port. */
   metrics?: Metrics;
 }
 
@@ -114,7 +114,8 @@ export function createApp(deps: AppDeps): BrokerApp {
     const answer: ReadinessResponse = { status: await readiness.status() };
     res.status(answer.status === 'ready' ? 200 : 503).json(answer);
   });
-  if (metrics && config.metrics.token !== undefined)
+  // With a port of its own (main.ts serves it there), /metrics is not on this one, token or not.
+  if (metrics && config.metrics.token !== undefined && config.metrics.port === undefined)
     app.get(routes.metrics, metricsHandler(metrics, config.metrics.token));
 
   const limiter = (name: string, limit: number) =>
