@@ -22,6 +22,7 @@ const SAMPLES: {
   outbox: [SID],
   outboxLease: [SID],
   outboxAttempts: [SID],
+  outboxDeadLetters: [SID],
   eventsDue: [7],
   eventsBacklog: [7],
   deadLetters: [7],

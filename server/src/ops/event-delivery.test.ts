@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { EVENT_SHARDS, keys } from '../store/keys.ts';
+import { EVENT_SHARDS, eventShard, keys } from '../store/keys.ts';
 import { createMemoryStore } from '../store/memory.ts';
 import { createDelivery } from './event-delivery.ts';
 import type { BrokerEvent } from '../connections/events.ts';
@@ -338,14 +338,68 @@ describe('event delivery (Standard Webhooks)', () => {
     expect(backlog.deadLetters).toBe(50);
   });
 
+  it('over EVENTS_BACKLOG_MAX, the oldest events go first, whatever their shard', async () => {
+    // 120 events of one session in the last shard, then 3 newer ones of another in the first.
+    const [older, newer] = ['Pold', 'Anew'];
+    expect([eventShard(older), eventShard(newer)]).toEqual([EVENT_SHARDS - 1, 0]);
+    const w = world({ limits: { perSession: 200, backlog: 120 } });
+    w.answer(() => new Response(null, { status: 503 }));
+    for (let n = 0; n < 120; n++) await w.change(older, connected(`old-${n}`));
+    w.advance(60_000);
+    for (let n = 0; n < 3; n++) await w.change(newer, connected(`new-${n}`));
+    const olderIds = await w.outboxIds(older);
+    const newerIds = await w.outboxIds(newer);
+
+    await w.pass();
+
+    expect(await w.outboxIds(newer)).toEqual(newerIds);
+    expect(await w.outboxIds(older)).toEqual(olderIds.slice(3));
+    const dead = await w.deadLetters();
+    expect(dead.map((letter) => letter.id).sort()).toEqual(olderIds.slice(0, 3).sort());
+    expect(dead.map((letter) => letter.reason)).toEqual(Array(3).fill('backlog_full'));
+    expect((await w.deliveries[0]!.backlog()).events).toBe(120);
+  });
+
+  it("one session's overflow does not push the other sessions' dead letters out", async () => {
+    // Twenty dead letters a shard, so two a session; 'sX' and 'sY' share a shard.
+    const w = world({ limits: { perSession: 1, deadLetters: EVENT_SHARDS * 20 } });
+    expect(eventShard('sX')).toBe(eventShard('sY'));
+    w.answer(() => new Response(null, { status: 503 }));
+    for (let n = 0; n < 3; n++) await w.change('sY', connected(`y${n}`));
+    const others = (await w.deadLetters()).map((letter) => letter.id);
+    expect(others).toHaveLength(2);
+
+    const overflow: string[] = [];
+    for (let n = 0; n < 50; n++) {
+      w.advance(1000);
+      overflow.push(...(await w.outboxIds('sX')));
+      await w.change('sX', connected(`x${n}`));
+    }
+
+    const dead = (await w.deadLetters()).map((letter) => letter.id);
+    expect(dead).toEqual([...others, ...overflow.slice(0, 2)]);
+    const counters = w.deliveries[0]!.counters;
+    expect(counters.deadLettered.outbox_full).toBe(2 + 49);
+    expect(counters.deadLettersDropped).toBe(47);
+  });
+
   it('keeps the dead letters within their count, dropping the oldest and counting them', async () => {
+    // Two dead letters a shard; six sessions of one shard each overflow once.
     const w = world({ limits: { perSession: 1, deadLetters: EVENT_SHARDS * 2 } });
     w.answer(() => new Response(null, { status: 503 }));
-    for (let n = 0; n < 6; n++) await w.change('s1', connected(`c${n}`));
+    const sessions = ['s0', 's1', 's2', 's3', 's4', 's5'];
+    expect(new Set(sessions.map(eventShard)).size).toBe(1);
+    const first: string[] = [];
+    for (const sid of sessions) {
+      w.advance(1000);
+      await w.change(sid, connected(`${sid}-a`));
+      first.push((await w.outboxIds(sid))[0]!);
+      await w.change(sid, connected(`${sid}-b`));
+    }
     const dead = await w.deadLetters();
-    expect(dead).toHaveLength(2);
-    expect(w.deliveries[0]!.counters.deadLettered.outbox_full).toBe(5);
-    expect(w.deliveries[0]!.counters.deadLettersDropped).toBe(3);
+    expect(dead.map((letter) => letter.id)).toEqual(first.slice(4));
+    expect(w.deliveries[0]!.counters.deadLettered.outbox_full).toBe(6);
+    expect(w.deliveries[0]!.counters.deadLettersDropped).toBe(4);
   });
 
   it('honours Retry-After', async () => {

@@ -62,6 +62,13 @@ const SHED_PER_LEASE = 100;
 
 const shards = Array.from({ length: EVENT_SHARDS }, (_, shard) => shard);
 
+/** When an outbox entry was recorded; entries of 0.1 do not say, and count as the oldest. */
+const recordedAt = (raw: string): number => (JSON.parse(raw) as OutboxEntry).at ?? 0;
+
+/** The member of `times` with the earliest time. */
+const earliest = (times: ReadonlyMap<string, number>): string =>
+  [...times].reduce((first, each) => (each[1] < first[1] ? each : first))[0];
+
 export function createDelivery(options: DeliveryOptions) {
   const { store, log, now } = options;
   const limits = options.limits ?? DEFAULT_EVENT_LIMITS;
@@ -193,27 +200,47 @@ export function createDelivery(options: DeliveryOptions) {
   let backlogCheckedAt = -Infinity;
 
   /**
-   * Over the backlog's cap: the sessions first in the schedule (those waiting longest) give up
-   * their oldest events, as dead letters, until the backlog is back at the cap.
+   * Over the backlog's cap: the oldest waiting events, whatever their shard, are dead-lettered
+   * until the backlog is back at the cap. Each shard offers the first `batch` sessions of its
+   * schedule; their heads are merged by when they were recorded, and the session with the oldest
+   * head gives up events, under its lease, while its head is still the oldest.
    */
   async function heldToCap(): Promise<void> {
     if (now() - backlogCheckedAt < backlogCheckMs) return;
     backlogCheckedAt = now();
     let excess = (await waiting()) - limits.backlog;
-    for (const shard of shards) {
-      if (excess <= 0) return;
-      for (const sid of await store.scheduleDue(keys.eventsDue(shard), Infinity, batch)) {
-        if (excess <= 0) return;
-        await leased(sid, async () => {
-          for (let n = 0; n < SHED_PER_LEASE && excess > 0; n++) {
-            const head = await store.listHead(keys.outbox(sid));
-            if (head === null) return;
-            await deadLetter(sid, head, 'backlog_full', undefined);
-            excess--;
-          }
-        });
-      }
+    if (excess <= 0) return;
+    const heads = await candidates();
+    while (excess > 0 && heads.size > 0) {
+      const sid = earliest(heads);
+      heads.delete(sid);
+      const next = Math.min(...heads.values());
+      await leased(sid, async () => {
+        const oldest = (head: string | null): head is string =>
+          head !== null && recordedAt(head) <= next;
+        let head = await store.listHead(keys.outbox(sid));
+        for (let n = 0; n < SHED_PER_LEASE && excess > 0 && oldest(head); n++) {
+          await deadLetter(sid, head, 'backlog_full', undefined);
+          excess--;
+          head = await store.listHead(keys.outbox(sid));
+        }
+        // Its head is no longer the oldest, or this lease shed its most: back with the others.
+        if (head !== null) heads.set(sid, recordedAt(head));
+      });
     }
+  }
+
+  /** The first `batch` sessions of each shard's schedule, with when their heads were recorded. */
+  async function candidates(): Promise<Map<string, number>> {
+    const sessions = await Promise.all(
+      shards.map((shard) => store.scheduleDue(keys.eventsDue(shard), Infinity, batch)),
+    );
+    const heads = await Promise.all(
+      sessions.flat().map(async (sid) => [sid, await store.listHead(keys.outbox(sid))] as const),
+    );
+    return new Map(
+      heads.flatMap(([sid, head]) => (head === null ? [] : [[sid, recordedAt(head)] as const])),
+    );
   }
 
   let running: Promise<number> | null = null;

@@ -48,7 +48,10 @@ export interface EventLimits {
   perSession: number;
   /** Events waiting across every session; past it, the oldest are dead-lettered (`backlog_full`). */
   backlog: number;
-  /** Dead letters kept (the oldest go first), and for how long. */
+  /**
+   * Dead letters kept (the oldest go first), and for how long. One session keeps at most a tenth of
+   * its shard's: past that, its dead letters are counted, not kept (ops/outbox-heads.ts).
+   */
   deadLetters: number;
   deadLetterRetentionMs: number;
 }

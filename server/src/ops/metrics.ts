@@ -198,7 +198,7 @@ export function createMetrics(options: { version?: string; revision?: string } =
   });
   eventCounter(
     'baton_events_dead_letters_dropped_total',
-    'Dead letters this instance dropped to keep them within EVENTS_DEAD_LETTERS_MAX and their 30 days.',
+    'Dead letters this instance dropped to keep them within EVENTS_DEAD_LETTERS_MAX and their 30 days, or did not keep because their session already had its share of them (a tenth of its shard’s).',
     'deadLettersDropped',
   );
   new Gauge({

@@ -11,7 +11,10 @@ export interface DeliveryCounters {
   delivered: number;
   failedAttempts: number;
   deadLettered: Record<DeadLetterReason, number>;
-  /** Dead letters dropped to keep the dead letters within their age and count. */
+  /**
+   * Dead letters dropped to keep the dead letters within their age and count, or not kept because
+   * their session already had its share of them.
+   */
   deadLettersDropped: number;
 }
 
@@ -38,6 +41,12 @@ export function createOutboxHeads(deps: {
 }) {
   const { store, now, log, limits, counters } = deps;
   const deadLettersPerShard = Math.max(1, Math.ceil(limits.deadLetters / EVENT_SHARDS));
+  /**
+   * A session's share of its shard's dead letters: past it (within the dead letters' retention
+   * of its last), its dead letters are counted and not kept, so that one session's overflow
+   * cannot push the other sessions' dead letters out.
+   */
+  const deadLettersPerSession = Math.max(1, Math.floor(deadLettersPerShard / 10));
 
   const attemptsOf = async (sid: string, id: string): Promise<Attempts | null> => {
     const stored = await store.get(keys.outboxAttempts(sid));
@@ -53,6 +62,29 @@ export function createOutboxHeads(deps: {
       store.counterAdd(keys.eventsBacklog(eventShard(sid)), -1, OUTBOX_RETENTION_MS),
     ]);
     return true;
+  }
+
+  /**
+   * Keeps `letter` in the shard's dead letters, within their bounds, unless the session has had
+   * its share of them; counts what is dropped either way.
+   */
+  async function kept(sid: string, letter: string, at: number): Promise<void> {
+    const retention = limits.deadLetterRetentionMs;
+    const count = await store.counterAdd(keys.outboxDeadLetters(sid), 1, retention);
+    if (count > deadLettersPerSession) {
+      counters.deadLettersDropped++;
+      return;
+    }
+    counters.deadLettersDropped += await store.logAdd(
+      keys.deadLetters(eventShard(sid)),
+      letter,
+      at,
+      {
+        maxCount: deadLettersPerShard,
+        minAtMs: at - retention,
+        ttlMs: retention,
+      },
+    );
   }
 
   /**
@@ -78,16 +110,7 @@ export function createOutboxHeads(deps: {
       dead_at: new Date(at).toISOString(),
       last_outcome: outcome ?? attempts?.outcome ?? 'not attempted',
     });
-    counters.deadLettersDropped += await store.logAdd(
-      keys.deadLetters(eventShard(sid)),
-      letter,
-      at,
-      {
-        maxCount: deadLettersPerShard,
-        minAtMs: at - limits.deadLetterRetentionMs,
-        ttlMs: limits.deadLetterRetentionMs,
-      },
-    );
+    await kept(sid, letter, at);
     if (!(await popped(sid, raw))) return;
     counters.deadLettered[reason]++;
     log.error(

@@ -12,6 +12,8 @@ export const keys = {
   outbox: (sid: string) => `baton:{${sid}}:outbox`,
   outboxLease: (sid: string) => `baton:{${sid}}:outbox:lease`,
   outboxAttempts: (sid: string) => `baton:{${sid}}:outbox:attempts`,
+  /** How many of the session's events went to the dead letters lately (its share of them). */
+  outboxDeadLetters: (sid: string) => `baton:{${sid}}:outbox:dead`,
   /**
    * Sessions whose outbox is due for delivery, scored by when; the events waiting in them, counted;
    * and the events given up on (ops/event-delivery.ts): each of these is spread over
