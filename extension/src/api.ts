@@ -13,7 +13,10 @@ import type { DisconnectedReason, ErrorCode, PROXY_METHODS } from '@baton/shared
 export type ApiMethod = (typeof PROXY_METHODS)[number];
 
 export interface ApiRequest {
-  /** A connection of the session (`api.connections`), as the broker names it. */
+  /**
+   * A connection of the session (`api.connections`), as the broker names it: base64url characters
+   * only (anything else, such as `.` or `..`, is refused as `invalid_request`).
+   */
   readonly connectionId: string;
   readonly method: ApiMethod;
   /** The path below the license's api_url, without a leading slash: `users.me`, `users/42`. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkProxyPath } from './proxy-path.ts';
+import { checkProxyPath, isConnectionId } from './proxy-path.ts';
 
 describe('checkProxyPath', () => {
   it.each([
@@ -46,7 +46,33 @@ describe('checkProxyPath', () => {
     ['the token folder in capitals', 'OAuth2/access_token'],
     ['the token folder, encoded', 'oauth%32/access_token'],
     ['the token folder with a path parameter', 'oauth2;x/access_token'],
+    ['the token folder with a trailing dot', 'oauth2./access_token'],
+    ['the token folder with trailing dots', 'oauth2../access_token'],
+    ['the token folder alone, with a trailing dot', 'oauth2.'],
+    ['the token folder with an encoded space', 'oauth2%20/access_token'],
+    ['the token folder with a leading encoded space', '%20oauth2/access_token'],
+    ['the token folder with dots and spaces', 'OAuth2.%20./access_token'],
+    ['the token folder with an encoded dot', 'oauth2%2E/access_token'],
+    ['the token folder with an encoded letter', '%6Fauth2/access_token'],
+    ['the token folder, every letter encoded', '%6F%61%75%74%68%32/access_token'],
+    ['the token folder with a space and a path parameter', 'oauth2%20;x/access_token'],
+    ['the token folder with a dot and an encoded semicolon', 'OAUTH2.%3Bx/access_token'],
+    ['the token folder with a no-break space', 'oauth2%C2%A0/access_token'],
+    ['the token folder with a backslash', 'oauth2\\access_token'],
   ])('refuses %s', (_name, path) => {
     expect(checkProxyPath(path)).toBeUndefined();
   });
+});
+
+describe('isConnectionId', () => {
+  it.each(['Q2Fyb2wgZXQgQ2hhcmxlcw', 'conn-a', 'c_1'])('takes %j', (id) => {
+    expect(isConnectionId(id)).toBe(true);
+  });
+
+  it.each(['', '.', '..', 'a.b', 'a/b', '%2e', 'a b', 'c\u00e9', 'c'.repeat(257)])(
+    'refuses %j',
+    (id) => {
+      expect(isConnectionId(id)).toBe(false);
+    },
+  );
 });

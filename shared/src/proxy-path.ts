@@ -1,16 +1,27 @@
 /**
- * The rule for the path of a proxied API call (`/connections/:id/api/<path>`), written once: the
- * broker applies it to every call, and the extension to its API messages before they leave
- * (docs/extending.md), so that both refuse the same paths.
+ * The rules for the URL of a proxied API call (`/connections/:id/api/<path>`), written once: the
+ * broker applies the path's to every call, and the extension applies the id's and the path's to
+ * its API messages before they leave (docs/extending.md), so that both refuse the same paths.
  */
+
+/**
+ * A connection id: base64url, as the broker mints them (16 random bytes, 22 characters), so that it
+ * is one path segment as it stands and never a dot segment (`.`, `..`) that a URL parser resolves.
+ */
+const CONNECTION_ID = /^[A-Za-z0-9_-]{1,256}$/;
+
+export function isConnectionId(id: string): boolean {
+  return CONNECTION_ID.test(id);
+}
 
 const PLAIN_PATH = /^(?:[A-Za-z0-9_-][A-Za-z0-9._~-]*\/)*(?:[A-Za-z0-9_-][A-Za-z0-9._~-]*)?$/;
 /**
  * The token endpoint's folder under api_url (`{api_url}/oauth2/access_token`, the provider's
- * spec): the broker's own business with the client secret, never an API call's, whatever the
- * case or a `;parameter` (servlet containers drop those).
+ * spec): the broker's own business with the client secret, never an API call's, in any form a
+ * server may read as that folder once decoded: any case, white space around it or dots after it
+ * (Windows and IIS drop trailing ones), or a `;parameter` (servlet containers drop those).
  */
-const TOKEN_FOLDER = /^oauth2(?:[/;]|$)/i;
+const TOKEN_FOLDER = /^\s*oauth2[\s.]*(?:[/;]|$)/i;
 const FORBIDDEN_ENCODINGS = /%(?:2f|5c|2e|25|00|[01][0-9a-f]|7f)/i;
 
 /**

@@ -45,6 +45,13 @@ const PATHS: [string, string][] = [
   ['the token endpoint under api_url', 'oauth2/access_token'],
   ['the token endpoint, in capitals', 'OAUTH2/access_token'],
   ['the token endpoint, encoded', 'oauth%32/access_token'],
+  ['the token folder with a trailing dot', 'oauth2./access_token'],
+  ['the token folder with an encoded space', 'oauth2%20/access_token'],
+  ['the token folder with an encoded letter', '%6Fauth2/access_token'],
+  [
+    'the token folder in capitals, with a dot, a space and a parameter',
+    'OAuth2.%20;x/access_token',
+  ],
 ];
 
 /** Raw request lines no HTTP client will send. */

@@ -1,4 +1,4 @@
-import { checkProxyPath, PROXY_METHODS } from '@baton/shared';
+import { checkProxyPath, isConnectionId, PROXY_METHODS } from '@baton/shared';
 import {
   API_MAX_QUERY_LENGTH,
   API_MAX_REQUEST_BYTES,
@@ -23,7 +23,6 @@ export type CheckedApiRequest =
   { readonly ok: true; readonly call: ApiCall } | { readonly ok: false; readonly error: ApiError };
 
 const KEYS = new Set(['connectionId', 'method', 'path', 'query', 'body']);
-const MAX_CONNECTION_ID_LENGTH = 256;
 
 /**
  * Checks an `api.request`'s data as it arrives from a page (anything may arrive) with the rules
@@ -42,11 +41,8 @@ export function checkApiRequest(data: unknown): CheckedApiRequest {
   if (unknown.length > 0) return refuse(`Unknown fields: ${unknown.join(', ')}.`);
 
   const { connectionId, method, path, query, body } = request;
-  if (
-    typeof connectionId !== 'string' ||
-    connectionId === '' ||
-    connectionId.length > MAX_CONNECTION_ID_LENGTH
-  )
+  // `.` or `..` would take the call to another of the broker's routes once its URL is resolved.
+  if (typeof connectionId !== 'string' || !isConnectionId(connectionId))
     return refuse('connectionId must be a connection id from api.connections.');
   if (typeof method !== 'string' || !(PROXY_METHODS as readonly string[]).includes(method))
     return refuse(`method must be one of ${PROXY_METHODS.join(', ')}.`);
