@@ -39,11 +39,14 @@ function buildApiOrigins(): readonly ApiOrigin[] {
 const apiOrigins = release?.apiOrigins ?? buildApiOrigins();
 
 /**
- * The end-to-end tests' build (BATON_E2E=1, test/e2e/global-setup.ts) adds a content script made
- * only for them (src/testing/api-probe.content.ts). It is declared on an unlisted origin too, on
- * purpose: the tests prove that the background refuses it there. Never in a store build.
+ * The end-to-end tests' build (BATON_E2E=1, test/e2e/global-setup.ts) adds content scripts made
+ * only for them: src/testing/api-probe.content.ts, declared on an unlisted origin too, on purpose
+ * (the tests prove that the background refuses it there), and src/testing/storage-probe.content.ts
+ * on the listed origin (it reads and writes the storage a content script can reach). Never in a
+ * store build.
  */
 const E2E_PROBE = 'baton-e2e-api-probe';
+const E2E_STORAGE_PROBE = 'baton-e2e-storage-probe';
 const e2e = process.env['BATON_E2E'] === '1';
 if (e2e && release !== null)
   throw new Error('BATON_E2E=1 adds a test-only content script: never in a release build.');
@@ -90,11 +93,20 @@ export default defineConfig({
   hooks: {
     'entrypoints:found': (_wxt, infos) => {
       if (!e2e) return;
-      infos.push({
-        name: E2E_PROBE,
-        inputPath: fileURLToPath(new URL('./src/testing/api-probe.content.ts', import.meta.url)),
-        type: 'content-script',
-      });
+      infos.push(
+        {
+          name: E2E_PROBE,
+          inputPath: fileURLToPath(new URL('./src/testing/api-probe.content.ts', import.meta.url)),
+          type: 'content-script',
+        },
+        {
+          name: E2E_STORAGE_PROBE,
+          inputPath: fileURLToPath(
+            new URL('./src/testing/storage-probe.content.ts', import.meta.url),
+          ),
+          type: 'content-script',
+        },
+      );
     },
     'build:manifestGenerated': (_wxt, manifest) => checkContentScripts(manifest),
   },

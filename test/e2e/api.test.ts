@@ -10,6 +10,7 @@ import {
   type ExtensionBrowser,
   type UiPage,
 } from '../support/browsers.ts';
+import { extensionSessionToken } from '../support/extension-storage.ts';
 import { startWorld, type World } from '../support/world.ts';
 import { serveIntegratorPages, type IntegratorPages } from '../support/integrator-page.ts';
 import { logWritten } from '../support/wait.ts';
@@ -164,12 +165,8 @@ describe.each([
   });
 
   async function sessionToken(): Promise<string> {
-    const local = await popup.evaluate<Record<string, unknown>>(`(async () => {
-      const api = globalThis.browser ?? globalThis.chrome;
-      return api.storage.local.get(null);
-    })()`);
-    const found = JSON.stringify(local).match(/"sessionToken":"([A-Za-z0-9_-]{43})"/);
-    if (!found?.[1]) throw new Error('no session token in storage.local');
-    return found[1];
+    const token = await extensionSessionToken(popup);
+    if (token === undefined) throw new Error('the extension keeps no session token');
+    return token;
   }
 });

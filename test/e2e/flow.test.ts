@@ -11,6 +11,7 @@ import {
   type ExtensionBrowser,
   type UiPage,
 } from '../support/browsers.ts';
+import { extensionSessionToken, extensionStorage } from '../support/extension-storage.ts';
 import { startWorld, type World } from '../support/world.ts';
 import { dumpRedis } from '../support/leaks.ts';
 import { until } from '../support/wait.ts';
@@ -96,19 +97,9 @@ describe.each([
     await window.click(`#${decision}`).catch(closedUnderUs);
   }
 
-  async function storedState(): Promise<string> {
-    return JSON.stringify(
-      await popup.evaluate(`(async () => {
-        const api = globalThis.browser ?? globalThis.chrome;
-        return { local: await api.storage.local.get(null), session: await api.storage.session.get(null) };
-      })()`),
-    );
-  }
-  const sessionToken = async (): Promise<string | undefined> => {
-    const state = JSON.parse(await storedState()) as { local: Record<string, unknown> };
-    const found = JSON.stringify(state.local).match(/"sessionToken":"([A-Za-z0-9_-]{43})"/);
-    return found?.[1];
-  };
+  /** Everything the extension keeps: its storage areas and its origin's IndexedDB. */
+  const storedState = (): Promise<string> => extensionStorage(popup);
+  const sessionToken = (): Promise<string | undefined> => extensionSessionToken(popup);
 
   /** Each case starts here: signed out, the sandbox's counters and faults reset. */
   async function signedOut(): Promise<void> {

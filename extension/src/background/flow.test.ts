@@ -10,6 +10,7 @@ import {
   LICENSE_A,
   LICENSE_B,
   REDIRECT_URL,
+  sessionVault,
   T0,
 } from '../testing/harness.ts';
 
@@ -66,7 +67,7 @@ describe('flow.start', () => {
       expect(redeem?.credentials).toBe('omit');
     });
 
-    it('keeps the session token in storage.local, bound to the broker, and never the handoff or verifier', async () => {
+    it('keeps the session token in the vault, bound to the broker, and never the handoff or verifier', async () => {
       const verifier = createCodeVerifier();
       const h = await createHarness({ verifier: () => verifier });
       h.identity.grant(h.broker, LICENSE_A);
@@ -77,6 +78,8 @@ describe('flow.start', () => {
         sessionToken: 'session-2',
         brokerUrl: BROKER,
       });
+      expect(await sessionVault().read()).toEqual({ sessionToken: 'session-2', brokerUrl: BROKER });
+      expect(JSON.stringify(await fakeBrowser.storage.local.get(null))).not.toContain('session-2');
       const stored = await allStoredText();
       expect(stored).not.toContain(verifier);
       expect(stored).not.toContain('handoff-1');

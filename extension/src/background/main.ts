@@ -2,6 +2,7 @@ import { browser } from 'wxt/browser';
 import { BUILD_API_ORIGINS, BUILD_BROKER_URL } from '../build-env.ts';
 import { createStateStore, definePersistedStateItem } from '../state/persisted.ts';
 import { lastViewCache, lastViewItem } from '../state/last-view.ts';
+import { indexedDbSessionVault } from '../state/session-vault.ts';
 import { createViewStore, viewItem } from '../state/view.ts';
 import { createApiListener } from './api-listener.ts';
 import { createMessageListener } from './message-listener.ts';
@@ -17,9 +18,11 @@ const KEEP_ALIVE_MS = 20_000;
 export function startBackground(): void {
   const log = (event: string, fields?: Record<string, string | number | boolean>) =>
     console.info(`[baton] ${event}`, fields ?? {});
+  // The session token, in the extension origin's IndexedDB, where no content script reaches it.
+  const vault = indexedDbSessionVault(indexedDB);
   const background = createBackground({
     buildBrokerUrl: BUILD_BROKER_URL,
-    state: createStateStore(definePersistedStateItem(BUILD_BROKER_URL)),
+    state: createStateStore(definePersistedStateItem(BUILD_BROKER_URL, vault), vault),
     view: createViewStore(viewItem, () => BUILD_BROKER_URL, lastViewCache(lastViewItem)),
     fetch: (input, init) => fetch(input, init),
     now: () => Date.now(),

@@ -84,15 +84,18 @@ describe('settings the organisation sets (storage.managed)', () => {
   });
 
   it('a policy set while the browser runs switches the broker and drops the old list', async () => {
-    const h = await createHarness({ granted });
-    h.broker.seedSession(TOKEN, [LICENSE_A]);
-    await fakeBrowser.storage.local.set({
-      state: {
-        settings: { brokerUrl: null, locale: null },
-        session: { sessionToken: TOKEN, brokerUrl: BROKER },
-      },
-      state$: { v: 2 },
+    const h = await createHarness({
+      granted,
+      seed: () =>
+        fakeBrowser.storage.local.set({
+          state: {
+            settings: { brokerUrl: null, locale: null },
+            session: { sessionToken: TOKEN, brokerUrl: BROKER },
+          },
+          state$: { v: 2 },
+        }),
     });
+    h.broker.seedSession(TOKEN, [LICENSE_A]);
     await h.send['view.refresh'](null);
     expect((await h.view()).connections).toHaveLength(1);
 

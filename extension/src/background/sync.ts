@@ -1,5 +1,6 @@
 import type { Connection } from '@baton/shared';
 import { toProblem, type Problem } from '../problems.ts';
+import type { PersistedState } from '../state/persisted.ts';
 import type { ConnectionView, Notice, View } from '../state/view.ts';
 import type { BrokerClient } from './broker-client.ts';
 import { mergeConnections } from './connection-views.ts';
@@ -110,16 +111,26 @@ export function createSync(core: BackgroundCore) {
     await view.update((v) => ({ ...v, sync: { ...v.sync, status: 'failed', problem } }));
   }
 
-  /** Forget the session locally; the list goes with it. */
+  /**
+   * Forget the session locally; the list goes with it. The list first, with the copy kept in
+   * storage.local (local:lastView, one write), then the token: a worker stopped in between leaves
+   * a session without its list, which the next refresh reloads, never a list without a session.
+   * A refresh that read the token in between is stale once it is gone, and what it brought back
+   * is dropped again.
+   */
   async function endSession(notice: Notice): Promise<void> {
     core.newEpoch();
-    const s = await state.update((current) => ({ ...current, session: null }));
-    await view.update((v) => ({
-      ...core.withState(v, s),
+    const signedOut = (v: View, s: PersistedState): View => ({
+      ...core.withState(v, { ...s, session: null }),
       connections: [],
       sync: { status: 'idle', problem: null, at: null },
       notice,
-    }));
+    });
+    const before = await state.read();
+    await view.update((v) => signedOut(v, before));
+    const after = await state.update((current) => ({ ...current, session: null }));
+    core.newEpoch();
+    await view.update((v) => signedOut(v, after));
   }
 
   async function disconnect(connectionId: string): Promise<View> {

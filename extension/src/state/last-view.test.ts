@@ -16,6 +16,7 @@ import {
   BROKER as HARNESS_BROKER,
   createHarness,
   LICENSE_A,
+  sessionVault,
   T0,
 } from '../testing/harness.ts';
 import { createViewStore, emptyView, viewItem, type ConnectionView, type View } from './view.ts';
@@ -165,12 +166,10 @@ describe('with the background', () => {
     const h = await createHarness({
       seed: async () => {
         await fakeBrowser.storage.local.set({
-          state: {
-            settings: { brokerUrl: null, locale: null },
-            session: { sessionToken: TOKEN, brokerUrl: HARNESS_BROKER },
-          },
+          state: { settings: { brokerUrl: null, locale: null }, lastSignInLocale: null },
           state$: { v: STATE_VERSION },
         });
+        await sessionVault().write({ sessionToken: TOKEN, brokerUrl: HARNESS_BROKER });
         await lastViewItem.setValue({
           brokerUrl: HARNESS_BROKER,
           at: T0 - 60_000,

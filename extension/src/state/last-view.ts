@@ -8,10 +8,11 @@ import { emptyView, type ConnectionView, type View, type ViewCache } from './vie
  * refreshes them in place, instead of waiting seconds for the broker on a blank page.
  *
  * It holds what a card shows (the license's connection and its user record: names, e-mail
- * addresses, as the provider gives them) and no secret. It is a separate item from `local:state`
- * because the popup reads it directly, and that item holds the session token, which no page
- * reads. The background writes it with every view that changes it (view.ts) and removes it when
- * the session ends, by sign-out or otherwise; docs/privacy.md says so.
+ * addresses, as the provider gives them) and no secret: content scripts can read storage.local,
+ * and a listed origin may fetch the same through `api.request` anyway. The background writes it
+ * with every view that changes it (view.ts) and removes it when the session ends, by sign-out or
+ * otherwise, in one write and before the session token (background/sync.ts); docs/privacy.md
+ * says so.
  *
  * Version 1. A later shape gets a version and a migration, as `local:state` does.
  */

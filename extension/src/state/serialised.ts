@@ -9,15 +9,17 @@ export interface SerialisedStore<T> {
 
 export function serialisedStore<T>(
   read: () => Promise<T>,
-  write: (value: T) => Promise<void>,
+  /** Writes `value`, read-modified from `previous` (what `read` gave). */
+  write: (value: T, previous: T) => Promise<void>,
 ): SerialisedStore<T> {
   let queue: Promise<unknown> = Promise.resolve();
   return {
     read,
     update(change) {
       const next = queue.then(async () => {
-        const updated = change(await read());
-        await write(updated);
+        const previous = await read();
+        const updated = change(previous);
+        await write(updated, previous);
         return updated;
       });
       queue = next.catch(() => undefined);

@@ -1,8 +1,10 @@
+import { IDBFactory } from 'fake-indexeddb';
 import { fakeBrowser } from 'wxt/testing/fake-browser';
 import { hostPermissionFor } from '../broker-url.ts';
 import { createBackground, type Background } from '../background/service.ts';
 import { createStateStore, definePersistedStateItem, type StateStore } from '../state/persisted.ts';
 import { lastViewCache, lastViewItem } from '../state/last-view.ts';
+import { indexedDbSessionVault, type SessionVault } from '../state/session-vault.ts';
 import { createViewStore, viewItem, type View } from '../state/view.ts';
 import { FakeBroker, type FakeLicense } from './fake-broker.ts';
 
@@ -79,6 +81,73 @@ export interface Harness {
   send: Background['handlers'];
   /** The integrator's API (api.ts), as the background answers it. */
   api: Background['api'];
+  /** The storage writes since start-up, and the worker's death after some of them. */
+  readonly writes: Writes;
+}
+
+/**
+ * Every write to the extension's storage (each `set`, `remove` or `clear` of a storage area, each
+ * write of the session vault), in order, and a way to make the worker die: after `dieAfter(n)`,
+ * the n writes that follow happen and every later one throws, as if the worker had been stopped
+ * there. createHarness starts a new journal with no death planned.
+ */
+export interface Writes {
+  readonly log: string[];
+  dieAfter(n: number): void;
+  /** Holds the next write of the session vault until `release`; `reached` once it is waiting. */
+  holdVault(): { reached: Promise<void>; release(): void };
+}
+
+const writes = {
+  log: [] as string[],
+  left: Infinity,
+  /** What the next vault write waits for, if held. */
+  held: null as null | { arrived(): void; released: Promise<void> },
+};
+
+/** Counts one write to `where`, or throws when the worker has died. */
+function write(where: string): void {
+  if (writes.left <= 0) throw new Error(`the worker died before writing ${where}`);
+  writes.left -= 1;
+  writes.log.push(where);
+}
+
+for (const area of ['local', 'session', 'sync'] as const) {
+  const target = fakeBrowser.storage[area];
+  const { set, remove, clear } = target;
+  target.set = async (items: Record<string, unknown>) => {
+    write(`${area}.set ${Object.keys(items).sort().join(' ')}`);
+    return set.call(target, items);
+  };
+  target.remove = async (keys: string | string[]) => {
+    write(`${area}.remove ${[keys].flat().sort().join(' ')}`);
+    return remove.call(target, keys);
+  };
+  target.clear = async () => {
+    write(`${area}.clear`);
+    return clear.call(target);
+  };
+}
+
+/** The extension origin's IndexedDB: a new one with each fresh profile, kept across a restart. */
+let indexedDb = new IDBFactory();
+
+/** The background's session vault over that IndexedDB, its writes counted with the others. */
+export function sessionVault(): SessionVault {
+  const vault = indexedDbSessionVault(indexedDb);
+  return {
+    read: () => vault.read(),
+    async write(session) {
+      const held = writes.held;
+      writes.held = null;
+      if (held !== null) {
+        held.arrived();
+        await held.released;
+      }
+      write(`vault.write ${session === null ? 'null' : 'session'}`);
+      await vault.write(session);
+    },
+  };
 }
 
 export async function createHarness(
@@ -88,16 +157,29 @@ export async function createHarness(
     seed?: () => Promise<void>;
     /** storage.managed's content at start-up; an Error: reading it fails (Firefox, no policy). */
     managed?: unknown;
+    /**
+     * The browser restarted: what the extension stored is kept (storage.session aside, which the
+     * browser empties), instead of a fresh profile.
+     */
+    restart?: boolean;
   } = {},
 ): Promise<Harness> {
-  fakeBrowser.reset();
+  writes.log = [];
+  writes.left = Infinity;
+  writes.held = null;
+  if (options.restart === true) await fakeBrowser.storage.session.clear();
+  else {
+    fakeBrowser.reset();
+    indexedDb = new IDBFactory();
+  }
   await options.seed?.();
   const clock = { now: T0 };
   const broker = new FakeBroker(BROKER, () => clock.now);
   const identity = new FakeIdentity();
   const granted = new Set(options.granted ?? [hostPermissionFor(BROKER)]);
   const events: Harness['events'] = [];
-  const state = createStateStore(definePersistedStateItem(BROKER));
+  const vault = sessionVault();
+  const state = createStateStore(definePersistedStateItem(BROKER, vault), vault);
   const view = createViewStore(viewItem, () => BROKER, lastViewCache(lastViewItem));
   const listeners: (() => void)[] = [];
   const policy: Harness['policy'] = {
@@ -138,16 +220,32 @@ export async function createHarness(
     view: () => view.read(),
     send: background.handlers,
     api: background.api,
+    writes: {
+      get log() {
+        return writes.log;
+      },
+      dieAfter(n) {
+        writes.left = n;
+      },
+      holdVault() {
+        let arrived!: () => void;
+        let release!: () => void;
+        const reached = new Promise<void>((resolve) => (arrived = resolve));
+        writes.held = { arrived, released: new Promise<void>((resolve) => (release = resolve)) };
+        return { reached, release };
+      },
+    },
   };
 }
 
 /** Everything the extension keeps, as one string, to prove what it does not keep. */
 export async function allStoredText(): Promise<string> {
-  const [local, session] = await Promise.all([
+  const [local, session, vault] = await Promise.all([
     fakeBrowser.storage.local.get(null),
     fakeBrowser.storage.session.get(null),
+    sessionVault().read(),
   ]);
-  return JSON.stringify({ local, session });
+  return JSON.stringify({ local, session, vault });
 }
 
 /** Runs the flow to its end, as the popup's Connect button would. */
