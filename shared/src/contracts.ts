@@ -14,6 +14,12 @@ export const routes = {
   connections: '/connections',
   connection: (id: string) => `/connections/${encodeURIComponent(id)}`,
   proxy: (id: string, path: string) => `/connections/${encodeURIComponent(id)}/api/${path}`,
+  /**
+   * The same call in the query form, for clients that encode a path parameter's `/` (generated
+   * ones do): `path` is the path below api_url with its query string, in one query parameter.
+   */
+  proxyQuery: (id: string, path: string) =>
+    `/connections/${encodeURIComponent(id)}/api?path=${encodeURIComponent(path)}`,
   healthz: '/healthz',
   readyz: '/readyz',
   metrics: '/metrics',

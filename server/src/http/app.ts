@@ -67,6 +67,8 @@ export interface BrokerApp {
   setReady(ready: boolean): void;
 }
 
+const unknownRoute = (): BrokerError => new BrokerError('not_found', 'No such route.');
+
 /**
  * The broker's HTTP side over its services (composed by the caller: compose.ts). Never listens:
  * main.ts (or a test) does.
@@ -99,11 +101,17 @@ export function createApp(deps: AppDeps): BrokerApp {
   app.disable('x-powered-by');
   app.set('trust proxy', config.listen.trustProxy);
   app.set('etag', false);
+  // Only the paths and methods docs/openapi.json lists: `/healthz/` and `/HEALTHZ` are unknown
+  // routes, as are HEAD (which Express answers from a GET route) and OPTIONS (which its router
+  // answers for any route): no CORS, the extension calls from its background with host permission.
+  app.set('strict routing', true);
+  app.set('case sensitive routing', true);
   app.use(accessLog(track));
   const preparePage = prepare(pageHeaders(https));
-  app.use((_req, res, next) => {
+  app.use((req, res, next) => {
     preparePage(res);
-    next();
+    if (req.method === 'HEAD' || req.method === 'OPTIONS') next(unknownRoute());
+    else next();
   });
 
   app.get(routes.healthz, (_req, res) => {
@@ -159,7 +167,7 @@ export function createApp(deps: AppDeps): BrokerApp {
   });
   app.use(apiRouter({ lifecycle: services.lifecycle, requireSid, log }));
   app.use((_req, _res, next) => {
-    next(new BrokerError('not_found', 'No such route.'));
+    next(unknownRoute());
   });
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => fail(res, error));
 

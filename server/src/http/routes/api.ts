@@ -24,7 +24,7 @@ export interface ApiDeps {
  */
 export function apiRouter(deps: ApiDeps): Router {
   const { lifecycle, requireSid, log } = deps;
-  const router = Router();
+  const router = Router({ strict: true, caseSensitive: true });
 
   router.use([routes.session, routes.connections], (_req, res, next) => {
     res.set('Cache-Control', 'no-store');

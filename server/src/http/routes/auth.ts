@@ -65,7 +65,7 @@ function badRequest(req: Request, res: Response, page: Page): void {
 
 export function authRouter(deps: AuthDeps): Router {
   const { config, store, handoffs, provider, now, log } = deps;
-  const router = Router();
+  const router = Router({ strict: true, caseSensitive: true });
 
   router.use((_req, res, next) => {
     res.set('Cache-Control', 'no-store');

@@ -2,7 +2,7 @@ import { PROXY_METHODS, routeTemplates } from '@baton/shared';
 import express, { type Request, type Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Track } from '../access-log.ts';
-import { BrokerError } from '../../base/errors.ts';
+import { BrokerError, invalidRequest } from '../../base/errors.ts';
 import { createProxy, type ProxyDeps } from '../../connections/proxy.ts';
 import type { ConnectionLoader } from '../../connections/loader.ts';
 import type { RequireSid } from '../session-auth.ts';
@@ -23,16 +23,54 @@ const PROXY_ROUTE = routeTemplates.proxy;
 const routeName = (): string => PROXY_ROUTE;
 /**
  * The route, the one place it is written as a pattern: the connection id (still encoded), the
- * path below api_url, and the query string.
+ * path below api_url (none in the query form, `/api?path=`), and the query string.
  */
-const PROXY_PATH = /^\/connections\/([^/?]+)\/api\/([^?]*)(?:\?(.*))?$/s;
-
-/** An API call's URL, matched: [, connection id (encoded), path below api_url, query]. */
-export type ProxyMatch = RegExpExecArray;
+const PROXY_PATH = /^\/connections\/([^/?]+)\/api(?:\/([^?]*))?(?:\?(.*))?$/s;
 
 /**
- * `/connections/:id/api/<path>`: every API call the extension makes, served on plain node:http
- * rather than through Express. It is the one route on the hot path, and Express's per-request
+ * An API call's URL, matched: [, connection id (encoded), path below api_url or undefined in the
+ * query form, query].
+ */
+export type ProxyMatch = RegExpExecArray;
+
+/** What an API call asks for under api_url: the path and the query string, as sent. */
+interface Below {
+  below: string;
+  query: string | undefined;
+}
+
+const QUERY_FORM = 'path=';
+/** What a request target can carry (no space, control character, `#` or non-ASCII). */
+const TARGET_CHARACTERS = /^[\x21\x22\x24-\x7e]*$/;
+
+/**
+ * The query form's path below api_url and query string, exactly as the path form would carry
+ * them: `?path=` is the only parameter, its value percent-decoded once (a `+` as a space, as forms
+ * send it) and split at its first `?`. Refused when it could not have come in a request target;
+ * the path's own check (checkProxyPath) is the path form's, in createProxy.
+ */
+function queryForm(query: string | undefined): Below {
+  if (query === undefined || !query.startsWith(QUERY_FORM) || query.includes('&'))
+    throw invalidRequest(
+      'Expected one query parameter, path: the path below api_url, with its query string.',
+    );
+  let target: string;
+  try {
+    target = decodeURIComponent(query.slice(QUERY_FORM.length).replaceAll('+', ' '));
+  } catch {
+    throw invalidRequest('The path parameter is not well encoded.');
+  }
+  if (!TARGET_CHARACTERS.test(target)) throw invalidRequest('The API path is not allowed.');
+  const mark = target.indexOf('?');
+  return mark === -1
+    ? { below: target, query: undefined }
+    : { below: target.slice(0, mark), query: target.slice(mark + 1) };
+}
+
+/**
+ * `/connections/:id/api/<path>`, and its query form `/connections/:id/api?path=<path>` for
+ * generated clients (docs/openapi.json): every API call, served on plain node:http rather than
+ * through Express. It is the one route on the hot path, and Express's per-request
  * set-up and router walk cost more than everything the route itself does; the steps are those the
  * Express routes take (access log and metrics, security headers, the same errors), in the same
  * order: the method, the session, the body, the connection, then the upstream call.
@@ -75,7 +113,9 @@ export function proxyRoute(deps: ProxyRouteDeps) {
         const sid = await requireSid(req, rawId.includes('%') ? undefined : rawId);
         const body = await readBody(req, res);
         const loaded = await loadConnection(sid, decodeId(rawId));
-        await proxy.forward({ req, body, res, sid, loaded, below: call[2] ?? '', query: call[3] });
+        const { below, query } =
+          call[2] === undefined ? queryForm(call[3]) : { below: call[2], query: call[3] };
+        await proxy.forward({ req, body, res, sid, loaded, below, query });
       } catch (error) {
         fail(res, error);
       }
