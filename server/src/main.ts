@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 import { Agent } from 'undici';
 import { composeEvents, composeServices } from './compose.ts';
 import { createApp } from './http/app.ts';
@@ -13,15 +14,37 @@ import { configureServer } from './http/listener.ts';
 import { createLogger } from './ops/logger.ts';
 import { metricsApp } from './http/metrics-route.ts';
 import { createMetrics } from './ops/metrics.ts';
-import { createShutdown } from './ops/shutdown.ts';
-import { bounded, createRedis } from './store/redis/clients.ts';
-import { DataFormatError, upgradeFormat } from './store/format.ts';
+import { createShutdown, createStartUp, StartUpStopped, type StartUp } from './ops/shutdown.ts';
+import { bounded, createRedis, type Redis } from './store/redis/clients.ts';
+import {
+  DataFormatError,
+  retryUpgrade,
+  upgradeFormat,
+  UPGRADE_RETRY_MS,
+  type FormatUpgrade,
+  type UpgradeOptions,
+} from './store/format.ts';
 import type { Store } from './store/types.ts';
 import type { Logger } from 'pino';
 import { storeDeps } from './http/stores.ts';
 
-/** Reads the environment, connects the store, listens, and shuts down gracefully on SIGTERM. */
+/**
+ * Reads the environment, connects the store, upgrades its data, listens, and stops cleanly on
+ * SIGTERM or SIGINT at any point: during start-up it closes what it opened and exits 0; once
+ * started, it shuts down gracefully (ops/shutdown.ts) and exits 0.
+ */
 async function main(): Promise<void> {
+  // First of all: from here on a signal stops the start-up at its next stage, never the process
+  // outright (which would leave the data format upgrade's lease held for a minute).
+  const startUp = createStartUp();
+  let shutdown: ((signal: string) => Promise<void>) | undefined;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (shutdown) void shutdown(signal).then(() => process.exit(0));
+    else startUp.stop(signal);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+
   let config: Config;
   try {
     config = loadConfig(process.env);
@@ -37,12 +60,41 @@ async function main(): Promise<void> {
       'DEVELOPMENT SETUP: these values fall back to insecure development defaults pointing at the provider sandbox; never deploy like this',
     );
   }
+  try {
+    shutdown = await start(config, log, startUp);
+  } catch (error) {
+    if (!(error instanceof StartUpStopped)) throw error;
+    log.info({ signal: error.signal }, 'stopping during start-up: closing what it opened');
+    log.flush();
+    await startUp.unwind((failed) => log.warn({ err: failed }, 'stopping: a close failed'));
+    log.info('stopped');
+    log.flush();
+    process.exit(0);
+  }
+}
 
+/**
+ * The broker started, stage by stage, each after a check for a signal: tracing, Redis, the data
+ * format, events delivery, the app, the metrics listener, and the broker's own listener last, so
+ * that /readyz answers once everything runs. Answers the graceful shutdown of what it started.
+ */
+async function start(
+  config: Config,
+  log: Logger,
+  startUp: StartUp,
+): Promise<(signal: string) => Promise<void>> {
   // OTEL_* may ask for traces; off by default, and then the SDK is never loaded.
   const stopTracing = await startTracing(process.env, {
     trustCallerSampling: config.tracing.trustCallerSampling,
   });
+  // The spans of the last requests, flushed to the collector.
+  const flushTraces = async () => {
+    await stopTracing?.().catch(() => undefined);
+  };
+  startUp.opened(flushTraces);
   if (stopTracing) log.info('tracing on (OpenTelemetry, configured by OTEL_*)');
+  startUp.check();
+
   const metrics = createMetrics(buildInfo());
   const redis = config.redis.topology
     ? createRedis(config.redis.topology, { cacheEntries: config.redis.cacheEntries })
@@ -52,21 +104,12 @@ async function main(): Promise<void> {
       metrics.redisError();
       log.warn({ err: error }, 'Redis connection error');
     });
-    await redis.client.connect();
-    // Every master holds some of the tokens (a Cluster has several): each must keep them.
-    for (const send of await redis.masters()) {
-      const durability = await checkDurability(configGetWith((args) => bounded(send(args))));
-      if (!durability.readable)
-        log.warn(
-          { reason: durability.reason },
-          'could not read Redis durability settings (CONFIG GET); make sure Redis runs with appendonly yes and maxmemory-policy noeviction, or tokens can be lost',
-        );
-      else if (durability.warnings.length > 0)
-        for (const warning of durability.warnings)
-          log.warn({ redis: durability.settings }, warning);
-      else log.info({ redis: durability.settings }, 'Redis keeps tokens durably');
-    }
+    startUp.opened(() => (redis.client.isOpen ? redis.client.destroy() : undefined));
+    await startUp.step<unknown>(redis.client.connect());
+    await startUp.step(reportDurability(redis, log));
   }
+  // Start-up's lines so far are out now: whoever watches it sees how far it got.
+  log.flush();
   const stores = storeDeps(redis, {
     onError: metrics.redisError,
     waitReplicas: config.redis.waitReplicas,
@@ -78,12 +121,19 @@ async function main(): Promise<void> {
       ),
   });
   const store = tracingOn() ? tracedStore(stores.store) : stores.store;
-  await upgraded(store, log);
-  const dispatcher = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
+  startUp.opened(() => store.close());
+  const upgrade = await upgraded(store, log, startUp);
+  startUp.opened(() => upgrade.stop());
+  startUp.check();
 
+  const dispatcher = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
+  startUp.opened(() => dispatcher.destroy());
   // Events go to an outbox in Redis with the change they report; every instance delivers them.
   const { delivery, events } = composeEvents({ config, store, log, now: Date.now }) ?? {};
-  if (delivery) metrics.observeEvents(delivery);
+  if (delivery) {
+    metrics.observeEvents(delivery);
+    startUp.opened(() => delivery.stop());
+  }
   const services = composeServices({
     config,
     store,
@@ -92,12 +142,28 @@ async function main(): Promise<void> {
     ...(events ? { events } : {}),
   });
   const broker = createApp({ config, ...stores, store, dispatcher, log, metrics, services });
+  startUp.opened(() => broker.release());
 
-  const server = configureServer(createServer(broker.app)).listen(
+  // METRICS_PORT: /metrics alone on a port of its own (behind METRICS_TOKEN too when it is set).
+  const metricsServer =
+    config.metrics.port === undefined
+      ? undefined
+      : await listening(
+          createServer(metricsApp(metrics, config.metrics.token)),
+          config.metrics.port,
+          config.listen.host,
+          startUp,
+        );
+  if (metricsServer) {
+    const { port: metricsPort } = metricsServer.address() as AddressInfo;
+    log.info({ url: `http://${config.listen.host}:${metricsPort}/metrics` }, 'metrics listening');
+  }
+  const server = await listening(
+    configureServer(createServer(broker.app)),
     config.listen.port,
     config.listen.host,
+    startUp,
   );
-  await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   log.info(
     {
@@ -107,54 +173,33 @@ async function main(): Promise<void> {
     },
     'broker listening',
   );
-
-  // METRICS_PORT: /metrics alone on a port of its own (behind METRICS_TOKEN too when it is set).
-  const metricsServer =
-    config.metrics.port === undefined
-      ? undefined
-      : createServer(metricsApp(metrics, config.metrics.token)).listen(
-          config.metrics.port,
-          config.listen.host,
-        );
-  if (metricsServer) {
-    await once(metricsServer, 'listening');
-    const { port: metricsPort } = metricsServer.address() as AddressInfo;
-    log.info({ url: `http://${config.listen.host}:${metricsPort}/metrics` }, 'metrics listening');
-  }
   // Start-up is done: its lines are out now rather than at the next flush.
   log.flush();
 
-  const shutdown = createShutdown({
+  return createShutdown({
     server,
     setReady: broker.setReady,
-    // Refreshes in flight, then the delivery under way (what is left waits in the outbox).
+    // Refreshes in flight, then the delivery under way (what is left waits in the outbox), and a
+    // data format upgrade taken over (its lease let go).
     idle: async () => {
       await broker.tokens.idle();
       await delivery?.stop();
+      await upgrade.stop();
     },
     // Nothing is in flight any more, or it was cut off: no outbound request is worth waiting for.
     close: [
       () => dispatcher.destroy(),
       async () => {
-        metricsServer?.closeAllConnections();
-        if (metricsServer) await new Promise((resolve) => metricsServer.close(resolve));
+        if (metricsServer) await closed(metricsServer);
       },
       () => broker.release().catch(() => undefined),
       () => store.close(),
-      // The spans of the last requests, flushed to the collector.
-      async () => {
-        await stopTracing?.().catch(() => undefined);
-      },
+      flushTraces,
     ],
     log,
     delayMs: config.shutdown.delayMs,
     timeoutMs: config.shutdown.timeoutMs,
   });
-  const stop = (signal: string): void => {
-    void shutdown(signal).then(() => process.exit(0));
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
 }
 
 await main();
@@ -182,21 +227,96 @@ function buildInfo(): { version: string; revision: string } {
   };
 }
 
+/** Every master holds some of the tokens (a Cluster has several): each must keep them. */
+async function reportDurability(redis: Redis, log: Logger): Promise<void> {
+  for (const send of await redis.masters()) {
+    const durability = await checkDurability(configGetWith((args) => bounded(send(args))));
+    if (!durability.readable)
+      log.warn(
+        { reason: durability.reason },
+        'could not read Redis durability settings (CONFIG GET); make sure Redis runs with appendonly yes and maxmemory-policy noeviction, or tokens can be lost',
+      );
+    else if (durability.warnings.length > 0)
+      for (const warning of durability.warnings) log.warn({ redis: durability.settings }, warning);
+    else log.info({ redis: durability.settings }, 'Redis keeps tokens durably');
+  }
+}
+
+/** `server` listening on `port`; closed if the start-up stops. */
+async function listening(
+  server: Server,
+  port: number,
+  host: string,
+  startUp: StartUp,
+): Promise<Server> {
+  server.listen(port, host);
+  startUp.opened(() => closed(server));
+  await once(server, 'listening');
+  startUp.check();
+  return server;
+}
+
+async function closed(server: Server): Promise<void> {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+}
+
 /**
  * The store brought to this release's data format before anything is served (store/format.ts);
- * a store of a later format stops this broker, saying so.
+ * a signal stops it between two batches, its lease let go. Left to another instance, this one
+ * serves, and looks again every few seconds until the upgrade is done, by the other or by itself
+ * once the other's lease ran out; `stop` ends that. A store of a later format stops this broker,
+ * saying so.
  */
-async function upgraded(store: Store, log: Logger): Promise<void> {
-  try {
-    const upgrade = await upgradeFormat(store, Date.now);
+async function upgraded(
+  store: Store,
+  log: Logger,
+  startUp: StartUp,
+): Promise<{ stop(): Promise<void> }> {
+  const told: UpgradeOptions = {
+    // Flushed: whoever watches the start-up sees it move on.
+    onBatch: (progress) => {
+      log.debug(progress, 'upgrading the data format');
+      log.flush();
+    },
+    onSetAside: ({ key, entry, reason }) =>
+      log.warn(
+        { key, reason, entry: entry.slice(0, 1000) },
+        'set aside an entry of the previous data format that cannot be read',
+      ),
+  };
+  const report = (upgrade: FormatUpgrade): void => {
     if (upgrade.leftToAnother)
-      log.info({ format: upgrade.from }, 'another instance is upgrading the data format');
+      log.info(
+        { format: upgrade.from, retryMs: UPGRADE_RETRY_MS },
+        'another instance is upgrading the data format: serving meanwhile, looking again until it is done',
+      );
     else if (upgrade.from !== upgrade.to)
       log.warn({ ...upgrade }, 'upgraded the data format of the store');
+  };
+  try {
+    const upgrade = await upgradeFormat(store, Date.now, { ...told, signal: startUp.signal });
+    report(upgrade);
+    if (!upgrade.leftToAnother) return { stop: async () => {} };
   } catch (error) {
     if (!(error instanceof DataFormatError)) throw error;
     log.fatal(error.message);
     log.flush();
     process.exit(1);
   }
+  const stopping = new AbortController();
+  const retried = retryUpgrade(store, Date.now, {
+    ...told,
+    signal: stopping.signal,
+    wait: (ms) => delay(ms, undefined, { signal: stopping.signal }),
+  }).then(report, (error: unknown) => {
+    if (!stopping.signal.aborted)
+      log.error({ err: error }, 'the data format upgrade failed: the next start tries again');
+  });
+  return {
+    stop: async () => {
+      stopping.abort();
+      await retried;
+    },
+  };
 }

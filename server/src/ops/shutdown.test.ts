@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createShutdown } from './shutdown.ts';
+import { createShutdown, createStartUp, StartUpStopped } from './shutdown.ts';
 
 const log = pino({ level: 'silent' });
 let server: Server;
@@ -62,5 +62,43 @@ describe('createShutdown', () => {
     })('SIGTERM');
     expect(sleeps).toEqual([250, 1000]);
     expect(closed).toEqual(['store']);
+  });
+});
+
+describe('createStartUp', () => {
+  it('goes on while no signal has come', () => {
+    const startUp = createStartUp();
+    expect(() => startUp.check()).not.toThrow();
+    expect(startUp.signal.aborted).toBe(false);
+  });
+
+  it('once a signal came, stops at the next check, naming it, and closes what was opened, last first', async () => {
+    const startUp = createStartUp();
+    const closed: string[] = [];
+    startUp.opened(() => void closed.push('redis'));
+    startUp.opened(async () => {
+      throw new Error('the upgrade already let go of it');
+    });
+    startUp.opened(async () => void closed.push('metrics listener'));
+    startUp.stop('SIGTERM');
+    startUp.stop('SIGINT');
+    expect(startUp.signal.aborted).toBe(true);
+    expect(() => startUp.check()).toThrow(StartUpStopped);
+    expect(() => startUp.check()).toThrow('start-up stopped by SIGTERM');
+    const failed: unknown[] = [];
+    await startUp.unwind((error) => failed.push(error));
+    expect(closed).toEqual(['metrics listener', 'redis']);
+    expect(failed).toEqual([new Error('the upgrade already let go of it')]);
+  });
+
+  it('cuts a step under way short at the signal (connecting to a Redis that does not answer)', async () => {
+    const startUp = createStartUp();
+    expect(await startUp.step(Promise.resolve('connected'))).toBe('connected');
+    const connecting = startUp.step(new Promise<never>(() => {}));
+    startUp.stop('SIGTERM');
+    await expect(connecting).rejects.toThrow(StartUpStopped);
+    await expect(startUp.step(Promise.resolve('late'))).rejects.toThrow(
+      'start-up stopped by SIGTERM',
+    );
   });
 });

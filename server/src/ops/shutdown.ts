@@ -77,6 +77,60 @@ export function createShutdown(deps: ShutdownDeps): (signal: string) => Promise<
   return (signal) => (running ??= shutdown(signal));
 }
 
+/** A start-up cut short by a signal (createStartUp): main.ts closes what it opened and exits 0. */
+export class StartUpStopped extends Error {
+  override name = 'StartUpStopped';
+  readonly signal: string;
+  constructor(signal: string) {
+    super(`start-up stopped by ${signal}`);
+    this.signal = signal;
+  }
+}
+
+/**
+ * Start-up as stages a signal can stop: `stop(signal)` aborts `signal`; the stages `check()`
+ * between them, and a long one within (the data format upgrade, between batches), throwing
+ * StartUpStopped; a wait with nothing to let go of (connecting to Redis) is a `step`, cut short at
+ * once. Each stage registers what it opened (`opened`), and `unwind` closes it, last first, going
+ * on past a close that fails. The first signal is the one named.
+ */
+export function createStartUp() {
+  const controller = new AbortController();
+  const opened: (() => unknown)[] = [];
+  return {
+    signal: controller.signal,
+    stop(signal: string): void {
+      if (!controller.signal.aborted) controller.abort(new StartUpStopped(signal));
+    },
+    check(): void {
+      controller.signal.throwIfAborted();
+    },
+    /** `work`'s answer, or StartUpStopped at once if a signal comes first (its closer stops it). */
+    step<T>(work: Promise<T>): Promise<T> {
+      const { signal } = controller;
+      return new Promise<T>((resolve, reject) => {
+        const stopped = (): void => reject(signal.reason as Error);
+        if (signal.aborted) return stopped();
+        signal.addEventListener('abort', stopped, { once: true });
+        work.then(resolve, reject).finally(() => signal.removeEventListener('abort', stopped));
+      });
+    },
+    opened(close: () => unknown): void {
+      opened.push(close);
+    },
+    async unwind(onError: (error: unknown) => void): Promise<void> {
+      for (const close of opened.reverse()) {
+        try {
+          await close();
+        } catch (error) {
+          onError(error);
+        }
+      }
+    },
+  };
+}
+export type StartUp = ReturnType<typeof createStartUp>;
+
 /**
  * The responses in flight, in slots that are reused as they free up. Not a Set: a Set that gains
  * and loses an entry per request moves to a new hash table every few dozen requests, and V8 keeps

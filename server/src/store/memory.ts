@@ -142,15 +142,11 @@ export function createMemoryStore(now: () => number = Date.now): Store {
     async scheduleRemove(key, member) {
       schedules.get(key)?.delete(member);
     },
-    async sortedTake(key, count) {
-      const sorted = indexes.get(key) ?? schedules.get(key);
-      if (!sorted) return [];
-      const taken = [...sorted]
+    async sortedRange(key, count) {
+      return [...(indexes.get(key) ?? schedules.get(key) ?? new Map<string, number>())]
         .sort(([a, x], [b, y]) => x - y || a.localeCompare(b))
         .slice(0, count)
         .map(([member, score]) => ({ member, score }));
-      for (const { member } of taken) sorted.delete(member);
-      return taken;
     },
     async scheduleSize(key) {
       return schedules.get(key)?.size ?? 0;

@@ -238,18 +238,20 @@ export function storeContract(
       expect(await store.listRange(k, -1, -1)).toEqual(['c']);
     });
 
-    it('takes the lowest-scored members of a schedule, with their scores', async () => {
+    it('reads the lowest-scored members of a schedule, with their scores, leaving them', async () => {
       const { store } = setup();
-      const k = key('take-sorted');
+      const k = key('range-sorted');
       await store.schedulePut(k, 'b', 2000);
       await store.schedulePut(k, 'a', 1000);
       await store.schedulePut(k, 'c', 3000);
-      expect(await store.sortedTake(k, 2)).toEqual([
+      expect(await store.sortedRange(k, 2)).toEqual([
         { member: 'a', score: 1000 },
         { member: 'b', score: 2000 },
       ]);
-      expect(await store.sortedTake(k, 5)).toEqual([{ member: 'c', score: 3000 }]);
-      expect(await store.sortedTake(k, 5)).toEqual([]);
+      expect(await store.sortedRange(k, 5)).toHaveLength(3);
+      await store.scheduleRemove(k, 'a');
+      expect(await store.sortedRange(k, 1)).toEqual([{ member: 'b', score: 2000 }]);
+      expect(await store.sortedRange(key('none'), 5)).toEqual([]);
     });
 
     it('keeps a schedule: due members earliest first, a kept time, removal', async () => {

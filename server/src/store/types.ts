@@ -74,10 +74,11 @@ export interface Store {
   scheduleRemove(key: string, member: string): Promise<void>;
   scheduleSize(key: string): Promise<number>;
   /**
-   * Takes (removes and answers) up to `count` members of a schedule or index with the lowest
-   * scores, with their scores: for moving one, batch by batch (ZPOPMIN).
+   * Up to `count` members of a schedule or index with the lowest scores, with their scores, left
+   * in place (ZRANGE WITHSCORES): for copying one batch by batch, each removed once copied
+   * (scheduleRemove, indexRemove).
    */
-  sortedTake(key: string, count: number): Promise<{ member: string; score: number }[]>;
+  sortedRange(key: string, count: number): Promise<{ member: string; score: number }[]>;
   /** Add `delta` to a counter (absent: 0) that then lives `ttlMs`; answers the new value. */
   counterAdd(key: string, delta: number, ttlMs: number): Promise<number>;
   /**

@@ -368,16 +368,16 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
       await guard(() => client.zRem(key, member));
       await replicated(key);
     },
-    sortedTake: async (key, count) => {
+    sortedRange: async (key, count) => {
       const reply = (await guard(() =>
-        redis.sendCommand(key, ['ZPOPMIN', key, String(count)]),
+        redis.sendCommand(key, ['ZRANGE', key, '0', String(count - 1), 'WITHSCORES']),
       )) as unknown[];
       // RESP3 answers pairs; RESP2 a flat list.
       const flat = reply.flat() as (string | number)[];
-      const taken: { member: string; score: number }[] = [];
+      const range: { member: string; score: number }[] = [];
       for (let i = 0; i + 1 < flat.length; i += 2)
-        taken.push({ member: String(flat[i]), score: Number(flat[i + 1]) });
-      return taken;
+        range.push({ member: String(flat[i]), score: Number(flat[i + 1]) });
+      return range;
     },
     scheduleSize: async (key) => Number(await guard(() => redis.sendCommand(key, ['ZCARD', key]))),
     counterAdd: async (key, delta, ttlMs) =>
