@@ -14,6 +14,16 @@ import {
   type KubeObject,
   type LabelSelector,
 } from '../support/kubernetes.ts';
+import {
+  commentText,
+  createdSecrets,
+  kubectlCommands,
+  readDoc,
+  section,
+  shellBlocks,
+  type Kubectl,
+} from './documented.ts';
+import { overlayKustomization, renderWith } from './kustomize.ts';
 
 /**
  * What a leak on either side reaches (issue 38, item 10). Prometheus's operator must read the
@@ -102,16 +112,11 @@ const admits = (rule: EgressRule, address: string): boolean =>
   );
 
 /**
- * The Secrets a text's `kubectl … create secret generic NAME --from-file=KEY=…` commands make (in
- * a YAML file's comments, or a document's code), with the keys of each.
+ * The Secrets some `kubectl … create secret generic NAME --from-file=KEY=…` commands make (in a
+ * YAML file's comments, or a document's code), with the keys of each.
  */
-function documentedSecrets(text: string): Map<string, string[]> {
-  const commands = text.replace(/^[ \t]*#[ \t]?/gm, '').replace(/\\\n\s*/g, ' ');
-  const made = new Map<string, string[]>();
-  for (const [, name = '', rest = ''] of commands.matchAll(/create secret generic (\S+)([^\n]*)/g))
-    made.set(name, [...rest.matchAll(/--from-file=(\w+)=/g)].map((found) => found[1]!).sort());
-  return made;
-}
+const documentedSecrets = (commands: Kubectl[]): Map<string, string[]> =>
+  new Map(createdSecrets(commands).map(({ name, keys }) => [name, Object.keys(keys).sort()]));
 
 describe.each(OVERLAYS)('the %s overlay', (overlay) => {
   let objects: KubeObject[];
@@ -119,7 +124,11 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
   beforeAll(async () => {
     objects = await render(overlay);
     documented = documentedSecrets(
-      await readFile(`${KUBERNETES_DIR}overlays/${overlay}/kustomization.yaml`, 'utf8'),
+      kubectlCommands(
+        commentText(
+          await readFile(`${KUBERNETES_DIR}overlays/${overlay}/kustomization.yaml`, 'utf8'),
+        ),
+      ),
     );
   });
 
@@ -281,15 +290,88 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
   });
 });
 
+/** The Redis settings beside an overlay's hosts: its `baton-redis-network` generator's literals. */
+async function redisNetwork(overlay: string): Promise<Record<string, string> | undefined> {
+  const generator = (await overlayKustomization(overlay)).configMapGenerator?.find(
+    (each) => each.name === 'baton-redis-network',
+  );
+  if (generator === undefined) return undefined;
+  return Object.fromEntries(
+    (generator.literals ?? []).map((literal) => {
+      const at = literal.indexOf('=');
+      return [literal.slice(0, at), literal.slice(at + 1)];
+    }),
+  );
+}
+
+/** The Redis ports of the broker's configuration (REDIS_URL, REDIS_SENTINEL, REDIS_CLUSTER_NODES). */
+const redisPorts = (env: Record<string, string>): number[] => [
+  ...new Set(
+    [env.REDIS_URL, env.REDIS_SENTINEL, env.REDIS_CLUSTER_NODES]
+      .filter((value) => value !== undefined)
+      .flatMap((value) =>
+        [...value.matchAll(/:(\d+)(?=,|\/|$)/g)].map((found) => Number(found[1])),
+      ),
+  ),
+];
+
+describe.each(OVERLAYS)('the %s overlay: egress to Redis', (overlay) => {
+  let objects: KubeObject[];
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    objects = await render(overlay);
+    env = containerEnv(objects, broker(objects).container);
+  });
+
+  const redisRules = (rendered: KubeObject[]) =>
+    specOf<{ egress: EgressRule[] }>(find(rendered, 'NetworkPolicy', 'baton-broker')).egress.filter(
+      (rule) => redisPorts(env).some((port) => opensPort(rule, port)) && !opensPort(rule, 443),
+    );
+
+  it("reaches an external Redis's ports in the one range set beside its hosts (REDIS_CIDR), and nowhere else", async () => {
+    if (env.REDIS_SENTINEL === undefined && env.REDIS_CLUSTER_NODES === undefined) {
+      // The overlay's own Redis, by pod selector (manifests.test.ts).
+      expect(await redisNetwork(overlay)).toBeUndefined();
+      return;
+    }
+    const settings = await redisNetwork(overlay);
+    expect(settings?.REDIS_CIDR, `${overlay}: REDIS_CIDR in baton-redis-network`).toBeDefined();
+    const rules = redisRules(objects);
+    expect(rules).toHaveLength(1);
+    expect(rules[0]!.to).toEqual([{ ipBlock: { cidr: settings!.REDIS_CIDR } }]);
+    for (const port of redisPorts(env))
+      expect(opensPort(rules[0]!, port), `port ${port}`).toBe(true);
+    // Read by Kustomize only: never applied.
+    expect(objects.filter((each) => each.metadata.name === 'baton-redis-network')).toEqual([]);
+  });
+
+  it('follows REDIS_CIDR when the operator sets it', async () => {
+    if (env.REDIS_SENTINEL === undefined && env.REDIS_CLUSTER_NODES === undefined) return;
+    expect(await redisNetwork(overlay)).toBeDefined();
+    const rendered = await renderWith(overlay, [], (kustomization) => {
+      const generator = kustomization.configMapGenerator!.find(
+        (each) => each.name === 'baton-redis-network',
+      )!;
+      generator.literals = generator.literals!.map((literal) =>
+        literal.startsWith('REDIS_CIDR=') ? 'REDIS_CIDR=192.0.2.0/28' : literal,
+      );
+    });
+    expect(redisRules(rendered).map((rule) => rule.to)).toEqual([
+      [{ ipBlock: { cidr: '192.0.2.0/28' } }],
+    ]);
+  });
+});
+
 describe('docs/operations.md, "Kubernetes"', () => {
   it("makes the metrics token's Secret with METRICS_TOKEN alone, and the broker's without it", async () => {
-    const text = await readFile(new URL('../../docs/operations.md', import.meta.url), 'utf8');
-    const section = /^### Kubernetes\n([\s\S]*?)^### /m.exec(text)?.[1] ?? '';
+    const commands = kubectlCommands(
+      shellBlocks(section(await readDoc('operations.md'), '### Kubernetes')).join('\n'),
+    );
     const objects = await render('production-sentinel');
     const { endpoints } = specOf<{
       endpoints: { authorization: { credentials: { name: string } } }[];
     }>(find(objects, 'ServiceMonitor', 'baton-broker'));
-    const secrets = documentedSecrets(section);
+    const secrets = documentedSecrets(commands);
     const name = endpoints[0]!.authorization.credentials.name;
     expect(secrets.get(name), name).toEqual(['METRICS_TOKEN']);
     const others = [...secrets].filter(([each]) => each !== name);

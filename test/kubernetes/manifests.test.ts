@@ -179,11 +179,15 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
     const { container, pod } = broker(objects);
     const env = containerEnv(objects, container);
     for (const name of FILE_SECRETS) expect(env[name], `${name} as a value`).toBeUndefined();
-    // The broker's secrets, and the metrics token in a Secret of its own (isolation.test.ts).
+    // The broker's secrets, and the metrics token in a Secret of its own (isolation.test.ts). A
+    // Secret the overlay generates has its name and a hash of its data (operations.test.ts).
+    const rendered = (name: string) =>
+      objects.find((each) => each.kind === 'Secret' && each.metadata.name.startsWith(`${name}-`))
+        ?.metadata.name ?? name;
     const secretVolumes = pod.volumes?.filter((volume) => volume.secret !== undefined) ?? [];
     expect(secretVolumes.map((volume) => volume.secret?.secretName).sort()).toEqual([
-      'baton-broker-secrets',
-      'baton-metrics',
+      rendered('baton-broker-secrets'),
+      rendered('baton-metrics'),
     ]);
     // Readable by the broker's group (fsGroup), by no one else.
     for (const volume of secretVolumes) expect(volume.secret?.defaultMode, volume.name).toBe(0o440);
@@ -194,7 +198,7 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
     const given = FILE_SECRETS.filter((name) => env[`${name}_FILE`] !== undefined);
     for (const name of given)
       expect(env[`${name}_FILE`]).toBe(
-        `${mountOf(name === 'METRICS_TOKEN' ? 'baton-metrics' : 'baton-broker-secrets')}/${name}`,
+        `${mountOf(rendered(name === 'METRICS_TOKEN' ? 'baton-metrics' : 'baton-broker-secrets'))}/${name}`,
       );
     expect(given).toEqual(
       expect.arrayContaining([
@@ -215,8 +219,8 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
       expect(secrets).toEqual([]);
     } else {
       const keys = [
-        ...Object.keys(find(objects, 'Secret', 'baton-broker-secrets').data ?? {}),
-        ...Object.keys(find(objects, 'Secret', 'baton-metrics').data ?? {}),
+        ...Object.keys(find(objects, 'Secret', rendered('baton-broker-secrets')).data ?? {}),
+        ...Object.keys(find(objects, 'Secret', rendered('baton-metrics')).data ?? {}),
       ];
       expect(keys.sort()).toEqual([...given].sort());
     }
@@ -272,24 +276,42 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
     expect(container.command).toEqual(['baton-entrypoint', 'node', 'dist/main.js']);
   });
 
-  it('spreads brokers across zones, then nodes', () => {
+  it('spreads brokers across zones, then nodes, and still schedules them where nodes have no zone', () => {
     const { pod } = broker(objects);
-    const keys = (pod.topologySpreadConstraints ?? []).map((each) => each.topologyKey);
-    expect(keys).toEqual(['topology.kubernetes.io/zone', 'kubernetes.io/hostname']);
-    if (overlay.startsWith('production'))
-      expect(pod.topologySpreadConstraints?.[0]?.whenUnsatisfiable).toBe('DoNotSchedule');
+    // A preference: DoNotSchedule would leave pods Pending on a cluster whose nodes have no zone
+    // label (components/strict-zone-spread makes it a rule; components.test.ts).
+    expect(
+      (pod.topologySpreadConstraints ?? []).map((each) => [
+        each.topologyKey,
+        each.whenUnsatisfiable,
+      ]),
+    ).toEqual([
+      ['topology.kubernetes.io/zone', 'ScheduleAnyway'],
+      ['kubernetes.io/hostname', 'ScheduleAnyway'],
+    ]);
   });
 
-  it('serves the Service and the ServiceMonitor from the broker pods, with the metrics token', () => {
+  it('serves the public port on one Service and the metrics port on another, which the ServiceMonitor scrapes with the metrics token', () => {
     const labels = podLabels(objects, 'baton-broker');
-    const { container } = broker(objects);
-    const service = specOf<{
+    const { container, pod } = broker(objects);
+    const env = containerEnv(objects, container);
+    interface ServiceSpec {
       selector: Record<string, string>;
       ports: { name: string; targetPort: string }[];
-    }>(find(objects, 'Service', 'baton-broker'));
-    expect(selects({ matchLabels: service.selector }, labels)).toBe(true);
-    for (const port of service.ports) portNumber(container, port.targetPort);
-    const monitor = find(objects, 'ServiceMonitor', 'baton-broker');
+    }
+    const services = objects
+      .filter((each) => each.kind === 'Service')
+      .filter((each) => selects({ matchLabels: specOf<ServiceSpec>(each).selector }, labels));
+    const ports = (name: string) =>
+      specOf<ServiceSpec>(find(services, 'Service', name)).ports.map((port) => [
+        port.name,
+        portNumber(container, port.targetPort),
+      ]);
+    // The public Service, which an ingress or a gateway routes to, has the public port alone.
+    expect(ports('baton-broker')).toEqual([['http', Number(env.PORT)]]);
+    expect(ports('baton-broker-metrics')).toEqual([['metrics', Number(env.METRICS_PORT)]]);
+    expect(services).toHaveLength(2);
+
     const spec = specOf<{
       selector: LabelSelector;
       endpoints: {
@@ -297,17 +319,27 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
         path: string;
         authorization: { type: string; credentials: { name: string; key: string } };
       }[];
-    }>(monitor);
-    expect(selects(spec.selector, find(objects, 'Service', 'baton-broker').metadata.labels)).toBe(
-      true,
-    );
+    }>(find(objects, 'ServiceMonitor', 'baton-broker'));
+    expect(
+      services
+        .filter((each) => selects(spec.selector, each.metadata.labels))
+        .map((each) => each.metadata.name),
+    ).toEqual(['baton-broker-metrics']);
     expect(spec.endpoints).toHaveLength(1);
     const [endpoint] = spec.endpoints;
-    expect(service.ports.map((port) => port.name)).toContain(endpoint!.port);
+    expect(endpoint!.port).toBe('metrics');
     expect(endpoint!.path).toBe('/metrics');
+    // The token of the Secret the broker's METRICS_TOKEN_FILE comes from (whatever its rendered name).
+    const metricsVolume = pod.volumes?.find(
+      (volume) =>
+        volume.name ===
+        container.volumeMounts?.find((mount) =>
+          env.METRICS_TOKEN_FILE?.startsWith(`${mount.mountPath}/`),
+        )?.name,
+    );
     expect(endpoint!.authorization).toEqual({
       type: 'Bearer',
-      credentials: { name: 'baton-metrics', key: 'METRICS_TOKEN' },
+      credentials: { name: metricsVolume?.secret?.secretName, key: 'METRICS_TOKEN' },
     });
   });
 
