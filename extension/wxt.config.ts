@@ -6,6 +6,15 @@ import { matchPatternAllowed, parseApiOrigins, type ApiOrigin } from './src/api-
 import { DEFAULT_BROKER_URL, hostPermissionFor, parseBrokerUrl } from './src/broker-url.ts';
 import { DEV_CHROME_PUBLIC_KEY } from './src/dev-identity.ts';
 import { releaseSettings } from './src/release.ts';
+import { currentBuildVersion } from '../scripts/version.ts';
+
+/**
+ * The version a build reports (scripts/version.ts, docs/releasing.md): the workspace's, and
+ * between releases `+<short revision>` after it (`1.1.0-dev+abc1234`). A manifest's `version` may
+ * hold 1 to 4 integers only: WXT derives it from `version_name` (`1.1.0`), and keeps `version_name`
+ * for Chrome, which shows it; Firefox has no such key, so there the zips' names carry it.
+ */
+const buildVersion = currentBuildVersion();
 
 /** The broker at build time; an invalid WXT_BROKER_URL fails the build instead of shipping. */
 function buildBrokerUrl(): string {
@@ -112,6 +121,7 @@ export default defineConfig({
   },
   manifest: ({ browser }) => ({
     name: '__MSG_extName__',
+    version_name: buildVersion,
     description: '__MSG_extDescription__',
     default_locale: 'en',
     permissions: ['identity', 'storage'],
@@ -151,6 +161,8 @@ export default defineConfig({
         }),
   }),
   zip: {
+    artifactTemplate: `{{name}}-${buildVersion}-{{browser}}.zip`,
+    sourcesTemplate: `{{name}}-${buildVersion}-sources.zip`,
     // The extension imports @baton/shared from the workspace: a reviewer's sources zip needs
     // the workspace root (lockfile, base tsconfig, shared/), not just this package.
     sourcesRoot: '..',
@@ -160,6 +172,7 @@ export default defineConfig({
       'pnpm-workspace.yaml',
       'tsconfig.base.json',
       'LICENSE',
+      'scripts/version.ts',
       'shared/**',
       'extension/**',
     ],

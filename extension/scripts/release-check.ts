@@ -2,9 +2,10 @@
  * Opens the release zips `pnpm release` made under .output/ and checks them as the stores will:
  * no development `key`, the given Firefox add-on id, the https broker as the one host permission,
  * content scripts for WXT_API_ORIGINS only and none of the end-to-end tests' (BATON_E2E),
- * every `__MSG_…__` of the manifest resolved in en, fr and nl, the package.json version, and
+ * every `__MSG_…__` of the manifest resolved in en, fr and nl, the build version (the zips' names,
+ * Chrome's `version_name`; the manifest's `version` its X.Y.Z: scripts/version.ts), and
  * `web-ext lint` clean on the Firefox package. Prints the sizes. Run with the build variables:
- *   WXT_BROKER_URL=https://… WXT_GECKO_ID=… node scripts/release-check.ts
+ *   WXT_BROKER_URL=https://… WXT_GECKO_ID=… node scripts/release-check.ts [<folder of the zips>]
  */
 import { execFileSync } from 'node:child_process';
 import {
@@ -23,13 +24,15 @@ import { unzipSync } from 'fflate';
 import { matchPatternAllowed } from '../src/api-origins.ts';
 import { hostPermissionFor } from '../src/broker-url.ts';
 import { releaseSettings } from '../src/release.ts';
+import { currentBuildVersion, manifestVersion } from '../../scripts/version.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const output = join(root, '.output');
-const { version, name } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
-  version: string;
-  name: string;
-};
+/** Where the zips are: .output/, or the folder given (`pnpm release` builds them apart). */
+const output = process.argv[2] ?? join(root, '.output');
+const { name } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string };
+/** What the zips are named after, and Chrome's `version_name` unless it is a release's X.Y.Z. */
+const buildVersion = currentBuildVersion();
+const version = manifestVersion(buildVersion);
 const { brokerUrl, geckoId, apiOrigins } = releaseSettings(process.env);
 const problems: string[] = [];
 const check = (ok: boolean, problem: string) => {
@@ -37,14 +40,15 @@ const check = (ok: boolean, problem: string) => {
 };
 
 const zipNamed = (suffix: string): string => {
-  const found = readdirSync(output).find((file) => file.endsWith(`-${version}-${suffix}.zip`));
-  if (found === undefined) throw new Error(`no *-${version}-${suffix}.zip in ${output}`);
+  const found = readdirSync(output).find((file) => file.endsWith(`-${buildVersion}-${suffix}.zip`));
+  if (found === undefined) throw new Error(`no *-${buildVersion}-${suffix}.zip in ${output}`);
   return join(output, found);
 };
 
 type Manifest = Record<string, unknown> & {
   key?: string;
   version?: string;
+  version_name?: string;
   host_permissions?: string[];
   optional_host_permissions?: string[];
   content_scripts?: { matches?: string[]; js?: string[] }[];
@@ -58,6 +62,12 @@ function inspect(label: 'chrome' | 'firefox'): Record<string, Uint8Array> {
   const manifest = JSON.parse(text('manifest.json')) as Manifest;
   check(manifest.key === undefined, `${label}: the manifest carries the development key`);
   check(manifest.version === version, `${label}: version ${manifest.version} is not ${version}`);
+  // Firefox has no version_name (WXT leaves it out); Chrome shows it, when it says more.
+  const versionName = label === 'chrome' && buildVersion !== version ? buildVersion : undefined;
+  check(
+    manifest.version_name === versionName,
+    `${label}: version_name ${manifest.version_name} is not ${versionName}`,
+  );
   check(
     JSON.stringify(manifest.host_permissions) === JSON.stringify([hostPermissionFor(brokerUrl)]),
     `${label}: host_permissions ${JSON.stringify(manifest.host_permissions)} are not the broker's alone`,

@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { currentBuildVersion } from '../../scripts/version.ts';
 
 const run = promisify(execFile);
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -16,8 +17,7 @@ export const IMAGE = 'baton-broker:test';
  * the workspace's version, this checkout's commit, and a repository URL (an integrator's own).
  */
 export const BUILD_ARGS = {
-  VERSION: (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string })
-    .version,
+  VERSION: currentBuildVersion(ROOT),
   REVISION: execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim(),
   SOURCE: 'https://git.example.com/baton/baton',
 };
