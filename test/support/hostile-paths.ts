@@ -1,0 +1,43 @@
+/**
+ * Paths below /connections/:id/api/ that could leave api_url in some encoding: the hardening
+ * suite's proxy attacks (both forms of a call) and the query form's (integration/openapi-client).
+ */
+export const HOSTILE_PATHS: [string, string][] = [
+  ['a dot-dot', '..'],
+  ['a dot-dot to the token endpoint', '../oauth2/access_token'],
+  ['dot-dots to the control API', '../../_control/secrets'],
+  ['dot-dots deep in the path', 'users/../../../_control/secrets'],
+  ['encoded dots', '%2e%2e/x'],
+  ['upper-case encoded dots', '%2E%2E/x'],
+  ['half-encoded dots', '.%2e/x'],
+  ['the other half encoded', '%2e./x'],
+  ['double-encoded dots', '%252e%252e/x'],
+  ['triple-encoded dots', '%25252e%25252e/x'],
+  ['overlong UTF-8 dots', '%c0%ae%c0%ae/x'],
+  ['a dot segment', './users.me'],
+  ['an encoded slash', 'a%2f..%2f..%2fx'],
+  ['an encoded backslash', '..%5c..%5cx'],
+  ['a protocol-relative path', '/evil.test/x'],
+  ['two leading slashes', '//evil.test/x'],
+  ['an empty segment', 'users//me'],
+  ['a backslash', '..\\x'],
+  ['a leading backslash', '\\evil.test'],
+  ['a fullwidth solidus, encoded', '%EF%BC%8F%EF%BC%8E%EF%BC%8E'],
+  ['fullwidth full stops, encoded', '%EF%BC%8E%EF%BC%8E/_control'],
+  ['encoded CR/LF', 'users.me%0d%0aX-Injected:%20y'],
+  ['an encoded NUL', 'users.me%00.json'],
+  ['a scheme', 'http://evil.test/x'],
+  ['a scheme with encoded slashes', 'http:%2f%2fevil.test'],
+  ['a scheme without slashes', 'https:evil.test'],
+  ['an encoded percent', '%25'],
+  ['the token endpoint under api_url', 'oauth2/access_token'],
+  ['the token endpoint, in capitals', 'OAUTH2/access_token'],
+  ['the token endpoint, encoded', 'oauth%32/access_token'],
+  ['the token folder with a trailing dot', 'oauth2./access_token'],
+  ['the token folder with an encoded space', 'oauth2%20/access_token'],
+  ['the token folder with an encoded letter', '%6Fauth2/access_token'],
+  [
+    'the token folder in capitals, with a dot, a space and a parameter',
+    'OAuth2.%20;x/access_token',
+  ],
+];
