@@ -122,10 +122,10 @@ describe('as Prometheus expects', () => {
     check.child.stdin?.end(text);
     const { stdout, stderr } = await check;
     expect(`${stdout}${stderr}`.trim()).toBe('');
-    // Run from source: the package's version, and no build to say its revision
-    // (test/release/deployed.test.ts checks the built folder's).
+    // Run from source: the package's version (between releases a pre-release, `1.1.0-dev`), and
+    // no build to say its revision (test/release/bundle.test.ts checks the built folder's).
     expect(text).toMatch(
-      /^baton_build_info\{version="\d+\.\d+\.\d+",revision="unknown",nodejs_version="v\d+\.\d+\.\d+"\} 1$/m,
+      /^baton_build_info\{version="\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?",revision="unknown",nodejs_version="v\d+\.\d+\.\d+"\} 1$/m,
     );
     for (const series of [
       'process_cpu_seconds_total',

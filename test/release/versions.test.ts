@@ -9,7 +9,7 @@ import { compareCores, parseVersion } from '../../scripts/version.ts';
  * root package.json's, `X.Y.Z` in a release commit and the next version's `X.Y.Z-dev` between
  * releases, so that nothing built after a release says it is that release. What a build reports
  * (that version, and `+<short revision>` after a pre-release) is checked on the release folder
- * (bundle.test.ts), the deployable folder (deployed.test.ts) and the image (test/image/); the
+ * (bundle.test.ts), the deployable folder (bundle.test.ts too) and the image (test/image/); the
  * Kubernetes manifests' image tag and version label on the rendered objects (test/kubernetes/).
  */
 const read = (path: string) => readFile(new URL(`../../${path}`, import.meta.url), 'utf8');
