@@ -9,6 +9,7 @@ import { createSessions } from './connections/sessions.ts';
 import { createSealer } from './base/crypto.ts';
 import { createHandoffs } from './oauth/handoff.ts';
 import { createProvider } from './oauth/provider.ts';
+import { createSignIn } from './oauth/sign-in.ts';
 import { noEvents, type EventSink } from './connections/events.ts';
 import { createDelivery, type Delivery } from './ops/event-delivery.ts';
 import { createOutbox } from './ops/events.ts';
@@ -69,6 +70,15 @@ export function composeServices(deps: ServiceDeps) {
     log,
   });
   const handoffs = createHandoffs({ store, sealer, now });
+  const signIn = createSignIn({
+    store,
+    provider,
+    handoffs,
+    now,
+    log,
+    registration: config.provider,
+    extensionRedirectUrls: config.extensionRedirectUrls,
+  });
   const lifecycle = createLifecycle({
     store,
     handoffs,
@@ -81,6 +91,7 @@ export function composeServices(deps: ServiceDeps) {
     now,
     provider,
     handoffs,
+    signIn,
     sessions,
     connections,
     events,

@@ -4,8 +4,10 @@ export { loadConfig, ConfigError, type Config } from './config/config.ts';
 export { createLogger } from './ops/logger.ts';
 export { createMetrics } from './ops/metrics.ts';
 export { EVENT_SHARDS, eventShard, keys } from './store/keys.ts';
+export { format1Keys } from './store/format1/keys.ts';
 export { createMemoryStore } from './store/memory.ts';
-export { createRedisStore, LIVENESS_MS } from './store/redis/store.ts';
+export { createRedisStore } from './store/redis/store.ts';
+export { LIVENESS_MS } from './store/redis/reads.ts';
 export { createRedisClient, trackedAnswers } from './store/redis/clients.ts';
 export {
   createRedis,

@@ -24,14 +24,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Agent, request } from 'undici';
 import { StoreUnavailableError, type Services } from '@baton/server';
-import {
-  documentedKeysHere,
-  isDocumented,
-  kindOf,
-  surveyKeys,
-  type KindFigures,
-  type Layout,
-} from './layout.ts';
+import { documentedKeysHere, isDocumented, kindOf } from '../support/key-kinds.ts';
+import { surveyKeys, type KindFigures, type Layout } from './layout.ts';
 import { deploymentMemoryLimit, oldSpaceMiB } from '../support/kubernetes.ts';
 import { wrk, type WrkResult } from './loadgen.ts';
 import { cpuMs, rssBytes } from './procs.ts';

@@ -1,6 +1,6 @@
 import { routes } from '@baton/shared';
 import { describe, expect, it } from 'vitest';
-import { documentedKeysHere } from '../bench/layout.ts';
+import { documentedKeysHere } from '../support/key-kinds.ts';
 import { call, connect } from '../support/flow.ts';
 import { documented, keysTsNames, surveyStorage } from '../support/storage-keys.ts';
 import { until } from '../support/wait.ts';

@@ -1,19 +1,22 @@
-import { keys } from '@baton/server';
+import { format1Keys, keys } from '@baton/server';
 import { createClient } from 'redis';
-import { documentedKeysHere, kindOf } from '../bench/layout.ts';
+import { documentedKeysHere, kindOf } from './key-kinds.ts';
 
 /** A session id as the broker makes them (43 base64url characters). */
 const SID = 'S'.repeat(21) + '0'.repeat(22);
 
 const ID = 'i'.repeat(22);
 
+/** Arguments for each of `makers`' key makers (none for a fixed name or a prefix). */
+type Samples<Makers> = {
+  [entry in keyof Makers]: Makers[entry] extends (...args: infer A) => string ? A : [];
+};
+
 /**
- * Arguments for each of `keys.ts`'s key makers (none for a fixed name or a prefix): typed by
- * `keys`, so a key added there without a line here does not compile.
+ * Arguments for each of `keys.ts`'s key makers: typed by `keys`, so a key added there without a
+ * line here does not compile.
  */
-const SAMPLES: {
-  [entry in keyof typeof keys]: (typeof keys)[entry] extends (...args: infer A) => string ? A : [];
-} = {
+const SAMPLES: Samples<typeof keys> = {
   session: [SID],
   connectionIds: [SID],
   connection: [SID, ID],
@@ -29,20 +32,27 @@ const SAMPLES: {
   handoff: [ID],
   stateClaim: [ID],
   connectionIndex: ['connected', 7],
-  formerConnectionIndex: ['connected'],
   dataFormat: [],
   dataFormatUpgrade: [],
-  formerEventsDue: [],
-  formerDeadLetters: [],
   metricsReporter: [],
   rateLimitPrefix: [],
   authSessionPrefix: [],
 };
 
-/** One name of each key `keys.ts` can write. */
-export function keysTsNames(): { entry: string; name: string }[] {
-  return Object.entries(keys).map(([entry, make]) => {
-    const args = SAMPLES[entry as keyof typeof keys] as unknown[];
+/** The same for data format 1's keys (store/format1/keys.ts), which the upgrade still reads. */
+const FORMAT1_SAMPLES: Samples<typeof format1Keys> = {
+  connectionIndex: ['connected'],
+  eventsDue: [],
+  deadLetters: [],
+};
+
+/** One name of each key `makers` makes, with `samples`' arguments. */
+function namesOf(
+  makers: Record<string, unknown>,
+  samples: Record<string, unknown[]>,
+): { entry: string; name: string }[] {
+  return Object.entries(makers).map(([entry, make]) => {
+    const args = samples[entry] ?? [];
     const name =
       typeof make === 'string' ? make : (make as (...args: unknown[]) => string)(...args);
     // A prefix completed as its library does: express-rate-limit's limiter and client address,
@@ -52,13 +62,18 @@ export function keysTsNames(): { entry: string; name: string }[] {
   });
 }
 
+/** One name of each key `keys.ts` can write, and of format 1's that the upgrade reads. */
+export function keysTsNames(): { entry: string; name: string }[] {
+  return [...namesOf(keys, SAMPLES), ...namesOf(format1Keys, FORMAT1_SAMPLES)];
+}
+
 /** Whether docs/architecture.md's "Storage keys" documents key `name`. */
 export function documented(name: string, patterns = documentedKeysHere()): boolean {
   return patterns.some((pattern) => pattern.test(name));
 }
 
 /**
- * The kinds of key a Redis holds (layout.ts's `kindOf`), and what of it the storage keys list
+ * The kinds of key a Redis holds (key-kinds.ts's `kindOf`), and what of it the storage keys list
  * does not document or has no TTL (the list says every key has one): one line per kind, with how
  * many keys.
  */

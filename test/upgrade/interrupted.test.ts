@@ -1,4 +1,4 @@
-import { createRedisClient, keys } from '@baton/server';
+import { createRedisClient, format1Keys, keys } from '@baton/server';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
@@ -56,11 +56,11 @@ async function formatOne(options: { sessions?: number; deadLetters?: string[] } 
   const sids = Array.from({ length: sessions }, () => randomBytes(32).toString('base64url'));
   const now = Date.now();
   await client.zAdd(
-    keys.formerConnectionIndex('connected'),
+    format1Keys.connectionIndex('connected'),
     sids.map((sid, i) => ({ value: `${sid}:c${i}`, score: now + DAY })),
   );
   await client.zAdd(
-    keys.formerEventsDue,
+    format1Keys.eventsDue,
     sids.map((sid) => ({ value: sid, score: now + 60_000 })),
   );
   const letters = sids
@@ -74,7 +74,7 @@ async function formatOne(options: { sessions?: number; deadLetters?: string[] } 
       }),
     );
   const deadLetters = [...letters, ...(options.deadLetters ?? [])];
-  await client.rPush(keys.formerDeadLetters, deadLetters);
+  await client.rPush(format1Keys.deadLetters, deadLetters);
   written = { indexed: sessions, scheduled: sessions, deadLetters: letters.length };
 }
 
@@ -88,9 +88,9 @@ async function tally() {
   };
   return {
     old: {
-      indexed: await client.zCard(keys.formerConnectionIndex('connected')),
-      scheduled: await client.zCard(keys.formerEventsDue),
-      deadLetters: await client.lLen(keys.formerDeadLetters),
+      indexed: await client.zCard(format1Keys.connectionIndex('connected')),
+      scheduled: await client.zCard(format1Keys.eventsDue),
+      deadLetters: await client.lLen(format1Keys.deadLetters),
     },
     new: {
       indexed: await sum('baton:{stats:*}:connections:connected'),

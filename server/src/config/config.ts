@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { parseKeyring } from '../base/crypto.ts';
 import { parseAllowlist } from '../oauth/allowlist.ts';
-import { DEFAULT_EVENT_LIMITS, parseWebhookSecret } from '../ops/events.ts';
+import { DEFAULT_EVENT_LIMITS } from '../base/defaults.ts';
+import { parseWebhookSecret } from '../ops/events.ts';
 import { parseClusterNodes, parseSentinel, type RedisTopology } from '../store/redis/clients.ts';
 import { refusals } from './refusals.ts';
 import type { Config } from './types.ts';

@@ -1,7 +1,11 @@
 import { DEV_EXTENSION_REDIRECT_URLS } from '@baton/shared';
 import { z } from 'zod';
-import { DEFAULT_MAX_ANSWER_BYTES } from '../connections/proxy.ts';
-import { DEFAULT_EVENT_LIMITS, parseWebhookSecret } from '../ops/events.ts';
+import {
+  DEFAULT_EVENT_LIMITS,
+  DEFAULT_MAX_ANSWER_BYTES,
+  DEFAULT_SESSION_LIFETIME,
+} from '../base/defaults.ts';
+import { parseWebhookSecret } from '../ops/events.ts';
 
 /**
  * Every variable the broker reads, as one zod schema: what each must look like and its default.
@@ -74,7 +78,7 @@ export const schema = z.object({
     .int()
     .min(3600, 'must be at least 3600 (an hour: use renews a session once an hour)')
     .max(365 * 24 * 3600)
-    .default(30 * 24 * 3600),
+    .default(DEFAULT_SESSION_LIFETIME.idleMs / 1000),
   SESSION_MAX_AGE: z.coerce
     .number()
     .int()

@@ -2,11 +2,11 @@ import { randomToken } from '../base/crypto.ts';
 import { BrokerError, invalidSession, notFound } from '../base/errors.ts';
 import type { Handoffs } from '../oauth/handoff.ts';
 import type { TokenSet } from '../oauth/provider.ts';
-import { keys } from '../store/keys.ts';
 import type { Store } from '../store/types.ts';
 import { eventConnection, type BrokerEvent } from './events.ts';
 import type { ConnectionLoader } from './loader.ts';
 import type { ConnectionRecord, ConnectionRepository, LoadedConnection } from './records.ts';
+import { createRefreshBackoff } from './refresh/refresh-backoff.ts';
 import type { Sessions } from './sessions.ts';
 
 /** A change of one connection, as its event reports it. */
@@ -32,6 +32,7 @@ export function createLifecycle(deps: {
   now: () => number;
 }) {
   const { store, handoffs, sessions, connections, loadConnection, now } = deps;
+  const backoffs = createRefreshBackoff({ store, now });
 
   /** A license already in the session (same api_url) is replaced in place and keeps its id. */
   async function upsert(sid: string, apiUrl: string, tokens: TokenSet): Promise<ConnectionRecord> {
@@ -50,7 +51,8 @@ export function createLifecycle(deps: {
         record,
       );
       if (await connections.save(sid, record, current?.version ?? 0, event)) {
-        await store.del(keys.backoff(sid, record.id));
+        // Authorized again: whatever held its refreshes back is over.
+        await backoffs.clear(sid, record.id);
         return record;
       }
     }
@@ -108,7 +110,7 @@ export function createLifecycle(deps: {
         connections: ids,
       });
       for (const id of await connections.ids(sid)) await connections.remove(sid, id);
-      await store.del(keys.connectionIds(sid));
+      await connections.dropIds(sid);
     },
 
     /** GET /connections: each still allowed, oldest first. */

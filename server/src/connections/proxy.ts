@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { ConnectionRecord, LoadedConnection } from './records.ts';
+import { DEFAULT_MAX_ANSWER_BYTES } from '../base/defaults.ts';
 import { BrokerError } from '../base/errors.ts';
 import type { RefreshReason } from './refresh/policy.ts';
 import { exchange, UpstreamError, type Answer, type Bounds } from './upstream.ts';
@@ -51,8 +52,6 @@ export interface ProxyDeps {
   /** Bytes one answer may relay (default 32 MiB): larger ones are refused or cut. */
   maxAnswerBytes?: number;
 }
-
-export const DEFAULT_MAX_ANSWER_BYTES = 32 * 1024 * 1024;
 
 /**
  * One API call to forward: the client's request (`body` already read; null: none) and where to

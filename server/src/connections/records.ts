@@ -1,9 +1,11 @@
 import type { Connection, DisconnectedReason } from '@baton/shared';
 import type { Sealer } from '../base/crypto.ts';
+import { DEFAULT_SESSION_LIFETIME } from '../base/defaults.ts';
 import { invalidSession } from '../base/errors.ts';
 import { noEvents, type BrokerEvent, type EventSink } from './events.ts';
+import { refreshBackoffKey } from './refresh/refresh-backoff.ts';
+import { refreshLockKey } from './refresh/lock.ts';
 import { INDEX_SHARDS, indexMember, indexShard, keys } from '../store/keys.ts';
-import { DEFAULT_SESSION_LIFETIME, type Sessions } from './sessions.ts';
 import type { TokenSet } from '../oauth/provider.ts';
 import type { Store, Versioned } from '../store/types.ts';
 
@@ -35,6 +37,22 @@ export interface LoadedConnection {
 }
 
 /**
+ * The keys of a session's connections, which this module alone reads and writes: each record, the
+ * session's set of ids, and the index. Sessions read a record's key beside their own (`recordKey`)
+ * and renew every key of their connections through `renewRecords`.
+ */
+export const recordKey = (sid: string, id: string): string => keys.connection(sid, id);
+
+/** Every connection key of session `sid` made to live `ttlMs` from now: its session was renewed. */
+export async function renewRecords(store: Store, sid: string, ttlMs: number): Promise<void> {
+  const ids = await store.setMembers(keys.connectionIds(sid));
+  await Promise.all([
+    store.expire(keys.connectionIds(sid), ttlMs),
+    ...ids.map((id) => store.expire(recordKey(sid, id), ttlMs)),
+  ]);
+}
+
+/**
  * Connection records, sealed with the connection's own key as additional data. A record is
  * opened (AES-GCM, JSON) once per stored answer: the store hands out the same frozen `Versioned`
  * for as long as it keeps an answer (Redis: the tracked answers; the memory store: its entry), and
@@ -55,7 +73,8 @@ export function createConnectionRepository(
   store: Store,
   sealer: Sealer,
   options: {
-    sessions?: Pick<Sessions, 'remainingMs'>;
+    /** What a record written under session `sid` may live (sessions.ts); null: it is gone. */
+    sessions?: { remainingMs(sid: string): Promise<number | null> };
     /** Where the events a write reports are recorded, in the same step (./events.ts). */
     events?: EventSink;
   } = {},
@@ -98,7 +117,7 @@ export function createConnectionRepository(
     const sealed = sealer.seal(JSON.stringify(stored), aad(sid, record.id));
     const outbox = event ? await events.record(sid, event) : null;
     const written = await store.setVersioned(
-      keys.connection(sid, record.id),
+      recordKey(sid, record.id),
       version,
       sealed,
       ttlMs,
@@ -124,7 +143,7 @@ export function createConnectionRepository(
       id: string,
       options: { cached?: boolean } = {},
     ): Promise<LoadedConnection | null> {
-      const stored = await store.getVersioned(keys.connection(sid, id), options);
+      const stored = await store.getVersioned(recordKey(sid, id), options);
       if (!stored) return null;
       const record = open(sid, id, stored);
       if (sealer.isStale(stored.value) && (await save(sid, record, stored.version)))
@@ -134,16 +153,27 @@ export function createConnectionRepository(
 
     save,
 
+    /** The record as stored, sealed and unopened (the admin's count of records by key id). */
+    sealed(sid: string, id: string): Promise<Versioned | null> {
+      return store.getVersioned(recordKey(sid, id));
+    },
+
     ids(sid: string): Promise<string[]> {
       return store.setMembers(keys.connectionIds(sid));
     },
 
+    /** The session's set of ids deleted: its connections are removed, the session has ended. */
+    dropIds(sid: string): Promise<void> {
+      return store.del(keys.connectionIds(sid));
+    },
+
     /**
-     * Removes the connection; `event`, if given, is recorded in the same step, and only when the
-     * record was there: of concurrent removals, one reports it.
+     * Removes the connection, and in the same step its refresh lock and back-off (named by their
+     * owners, refresh/); `event`, if given, is recorded in that step too, and only when the record
+     * was there: of concurrent removals, one reports it.
      */
     async remove(sid: string, id: string, event?: BrokerEvent): Promise<void> {
-      const gone = [keys.connection(sid, id), keys.refreshLock(sid, id), keys.backoff(sid, id)];
+      const gone = [recordKey(sid, id), refreshLockKey(sid, id), refreshBackoffKey(sid, id)];
       const outbox = event ? await events.record(sid, event) : null;
       if (!outbox) await store.del(...gone);
       else if (await store.delRecording(gone, outbox)) await events.recorded(sid);

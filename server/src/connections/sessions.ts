@@ -1,6 +1,8 @@
 import { hashToken, randomToken } from '../base/crypto.ts';
+import { DEFAULT_SESSION_LIFETIME } from '../base/defaults.ts';
 import { keys } from '../store/keys.ts';
 import { noEvents, type BrokerEvent, type EventSink } from './events.ts';
+import { recordKey, renewRecords } from './records.ts';
 import type { Store } from '../store/types.ts';
 
 interface SessionValue {
@@ -38,8 +40,6 @@ export interface SessionLifetime {
   maxAgeMs?: number | undefined;
 }
 
-export const DEFAULT_SESSION_LIFETIME: SessionLifetime = { idleMs: 30 * 24 * 3600 * 1000 };
-
 /** Use renews a session at most this often: one write per session an hour, not one per call. */
 export const RENEW_EVERY_MS = 3600 * 1000;
 
@@ -50,7 +50,7 @@ export const RENEW_EVERY_MS = 3600 * 1000;
  *
  * Every key under a session (its connection set and records) expires when the session does: a
  * record is written with the session's remaining lifetime (`remainingMs`), and a renewal sets the
- * new expiry on all of them. Nothing outlives its session.
+ * new expiry on all of them (through records.ts, which owns them). Nothing outlives its session.
  */
 export function createSessions(
   store: Store,
@@ -84,11 +84,7 @@ export function createSessions(
     const ttlMs = expiresAt - at;
     if (ttlMs <= 0) return;
     await store.set(keys.session(sid), encode(value), ttlMs);
-    const ids = await store.setMembers(keys.connectionIds(sid));
-    await Promise.all([
-      store.expire(keys.connectionIds(sid), ttlMs),
-      ...ids.map((id) => store.expire(keys.connection(sid, id), ttlMs)),
-    ]);
+    await renewRecords(store, sid, ttlMs);
   }
 
   return {
@@ -117,7 +113,7 @@ export function createSessions(
       let session = await read(
         sid,
         true,
-        connection === undefined ? undefined : keys.connection(sid, connection),
+        connection === undefined ? undefined : recordKey(sid, connection),
       );
       if (session === null) return null;
       // Written before sessions said when they expire, or expired: Redis decides.

@@ -11,8 +11,7 @@ import type { ConnectionLoader } from '../connections/loader.ts';
 import type { ConnectionRepository } from '../connections/records.ts';
 import type { TokenService } from '../connections/refresh/service.ts';
 import type { Sessions } from '../connections/sessions.ts';
-import type { Handoffs } from '../oauth/handoff.ts';
-import type { Provider } from '../oauth/provider.ts';
+import type { SignIn } from '../oauth/sign-in.ts';
 import type { Store } from '../store/types.ts';
 import { BrokerError } from '../base/errors.ts';
 import { storeWideReporter, type Metrics } from '../ops/metrics.ts';
@@ -31,8 +30,7 @@ import { createSessionGate, IPV6_CLIENT_PREFIX } from './session-auth.ts';
 /** The broker's services the routes call (compose.ts builds them). */
 export interface AppServices {
   now: () => number;
-  provider: Provider;
-  handoffs: Handoffs;
+  signIn: SignIn;
   sessions: Sessions;
   connections: ConnectionRepository;
   tokens: TokenService;
@@ -77,7 +75,7 @@ const unknownRoute = (): BrokerError => new BrokerError('not_found', 'No such ro
  */
 export function createApp(deps: AppDeps): BrokerApp {
   const { config, store, log, metrics, services } = deps;
-  const { now, provider, handoffs, sessions, connections, tokens, loadConnection } = services;
+  const { now, sessions, connections, tokens, loadConnection } = services;
   const readiness = createReadiness(store, log);
   const fail = errorAnswer(log, readiness);
   const https = config.publicUrl.protocol === 'https:';
@@ -156,7 +154,7 @@ export function createApp(deps: AppDeps): BrokerApp {
       cookie: { httpOnly: true, sameSite: 'lax', secure: https, path: '/', maxAge: FLOW_TTL_MS },
     }),
   );
-  app.use(authRouter({ config, store, handoffs, provider, now, log }));
+  app.use(authRouter({ signIn: services.signIn, log }));
   app.post(routes.session, limiter('session', 30));
   const requireSid = createSessionGate({
     sessions,

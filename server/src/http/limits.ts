@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import proxyaddr from 'proxy-addr';
-import { trimOldest } from '../base/bounded.ts';
+import { trimOldest } from '../base/evicting-map.ts';
 
 /**
  * A token bucket per key, in process: `limit` takes per `windowMs`, refilled continuously. It costs

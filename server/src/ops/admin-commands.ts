@@ -46,7 +46,7 @@ export function createAdmin(
     const ids = await connections.ids(sid);
     await sessions.destroy(sid, { type: 'session.ended', reason: 'revoked', connections: ids });
     for (const id of ids) await connections.remove(sid, id);
-    await store.del(keys.connectionIds(sid));
+    await connections.dropIds(sid);
     return { ok: true, sid, connectionsDropped: ids.length };
   }
 
@@ -58,7 +58,7 @@ export function createAdmin(
       const byKey: Record<string, number> = {};
       let unreadable = 0;
       for await (const { sid, id } of connectionKeys()) {
-        const stored = await store.getVersioned(keys.connection(sid, id));
+        const stored = await connections.sealed(sid, id);
         if (!stored) continue;
         byKey[kidOf(stored.value)] = (byKey[kidOf(stored.value)] ?? 0) + 1;
         try {
@@ -85,7 +85,7 @@ export function createAdmin(
       let current = 0;
       const missingKey: Record<string, number> = {};
       for await (const { sid, id } of connectionKeys()) {
-        const stored = await store.getVersioned(keys.connection(sid, id));
+        const stored = await connections.sealed(sid, id);
         if (!stored) continue;
         if (!sealer.isStale(stored.value)) {
           current++;

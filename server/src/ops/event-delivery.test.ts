@@ -5,12 +5,8 @@ import { EVENT_SHARDS, eventShard, keys } from '../store/keys.ts';
 import { createMemoryStore } from '../store/memory.ts';
 import { createDelivery } from './event-delivery.ts';
 import type { BrokerEvent } from '../connections/events.ts';
-import {
-  createOutbox,
-  DEFAULT_EVENT_LIMITS,
-  parseWebhookSecret,
-  type EventLimits,
-} from './events.ts';
+import { DEFAULT_EVENT_LIMITS } from '../base/defaults.ts';
+import { createOutbox, parseWebhookSecret, type EventLimits } from './events.ts';
 
 /**
  * The delivery on the embedded store and an injected clock, against a receiver that verifies

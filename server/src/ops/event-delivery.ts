@@ -5,12 +5,8 @@ import { createLeases } from '../store/lease.ts';
 import { createOutboxHeads, type Attempts, type DeliveryCounters } from './outbox-heads.ts';
 import { createWebhook } from './webhook.ts';
 import { StoreUnavailableError, type Store } from '../store/types.ts';
-import {
-  DEFAULT_EVENT_LIMITS,
-  OUTBOX_RETENTION_MS,
-  type EventLimits,
-  type OutboxEntry,
-} from './events.ts';
+import { DEFAULT_EVENT_LIMITS } from '../base/defaults.ts';
+import { OUTBOX_RETENTION_MS, type EventLimits, type OutboxEntry } from './events.ts';
 
 /**
  * Delivers the outboxes (ops/events.ts) to EVENTS_WEBHOOK_URL, from every instance:

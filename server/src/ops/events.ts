@@ -4,6 +4,7 @@
  * Webhooks says (docs/events.md), then delivered (ops/event-delivery.ts).
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { DEFAULT_EVENT_LIMITS } from '../base/defaults.ts';
 import { eventShard, keys } from '../store/keys.ts';
 import type { BrokerEvent, EventSink, EventType } from '../connections/events.ts';
 import type { Store } from '../store/types.ts';
@@ -55,13 +56,6 @@ export interface EventLimits {
   deadLetters: number;
   deadLetterRetentionMs: number;
 }
-
-export const DEFAULT_EVENT_LIMITS: EventLimits = {
-  perSession: 100,
-  backlog: 100_000,
-  deadLetters: 50_000,
-  deadLetterRetentionMs: 30 * 24 * 3600 * 1000,
-};
 
 /**
  * The outbox: each event is written to its session's outbox in the same store step as the change

@@ -6,6 +6,7 @@ import {
   upgradeFormat,
   type SetAside,
 } from './format.ts';
+import { format1Keys } from './format1/keys.ts';
 import { eventShard, indexMember, indexShard, keys } from './keys.ts';
 import { createMemoryStore } from './memory.ts';
 import type { Store } from './types.ts';
@@ -20,15 +21,15 @@ const LEASE_MS = 60_000;
 async function formatOne() {
   const now = () => T0;
   const store = createMemoryStore(now);
-  await store.indexPut(keys.formerConnectionIndex('connected'), `${SID}:c1`, DAY);
-  await store.indexPut(keys.formerConnectionIndex('disconnected'), `${SID}:c2`, DAY);
-  await store.schedulePut(keys.formerEventsDue, SID, T0 + 5000);
+  await store.indexPut(format1Keys.connectionIndex('connected'), `${SID}:c1`, DAY);
+  await store.indexPut(format1Keys.connectionIndex('disconnected'), `${SID}:c2`, DAY);
+  await store.schedulePut(format1Keys.eventsDue, SID, T0 + 5000);
   const letter = JSON.stringify({
     id: 'msg_1',
     session_ref: 'ses_abc',
     dead_at: '2026-11-01T08:00:00Z',
   });
-  await store.listPush(keys.formerDeadLetters, letter, 30 * DAY);
+  await store.listPush(format1Keys.deadLetters, letter, 30 * DAY);
   return { store, now, letter };
 }
 
@@ -53,17 +54,17 @@ async function manySessions(sessions: number) {
   };
   for (let i = 0; i < sessions; i++) {
     const sid = sidOf(i);
-    await store.indexPut(keys.formerConnectionIndex('connected'), `${sid}:c${i}`, DAY);
+    await store.indexPut(format1Keys.connectionIndex('connected'), `${sid}:c${i}`, DAY);
     expected.indexed.push(`connected ${indexMember(sid, `c${i}`)} ${T0 + DAY}`);
     if (i % 2 === 0) {
-      await store.indexPut(keys.formerConnectionIndex('disconnected'), `${sid}:d${i}`, DAY);
+      await store.indexPut(format1Keys.connectionIndex('disconnected'), `${sid}:d${i}`, DAY);
       expected.indexed.push(`disconnected ${indexMember(sid, `d${i}`)} ${T0 + DAY}`);
     }
-    await store.schedulePut(keys.formerEventsDue, sid, T0 + i);
+    await store.schedulePut(format1Keys.eventsDue, sid, T0 + i);
     expected.scheduled.push(`${sid} ${T0 + i}`);
     if (i % 3 === 0) {
       const letter = JSON.stringify({ id: `msg_${i}`, session_ref: `ses_${sid}`, dead_at: '' });
-      await store.listPush(keys.formerDeadLetters, letter, 30 * DAY);
+      await store.listPush(format1Keys.deadLetters, letter, 30 * DAY);
       expected.deadLetters.push(letter);
     }
   }
@@ -101,10 +102,10 @@ async function holdings(store: Store, sids: readonly string[]) {
       deadLetters: deadLetters.sort(),
     },
     left:
-      (await store.indexCount(keys.formerConnectionIndex('connected'))) +
-      (await store.indexCount(keys.formerConnectionIndex('disconnected'))) +
-      (await store.scheduleSize(keys.formerEventsDue)) +
-      (await store.listLength(keys.formerDeadLetters)),
+      (await store.indexCount(format1Keys.connectionIndex('connected'))) +
+      (await store.indexCount(format1Keys.connectionIndex('disconnected'))) +
+      (await store.scheduleSize(format1Keys.eventsDue)) +
+      (await store.listLength(format1Keys.deadLetters)),
   };
 }
 
@@ -164,9 +165,9 @@ describe('upgradeFormat', () => {
     expect(await store.scheduleDue(keys.eventsDue(eventShard(SID)), T0 + 5000, 9)).toEqual([SID]);
     expect(await store.logNewest(keys.deadLetters(eventShard('abc')), 9)).toEqual([letter]);
     // Nothing of format 1 is left, and the lease is let go.
-    expect(await store.indexCount(keys.formerConnectionIndex('connected'))).toBe(0);
-    expect(await store.scheduleSize(keys.formerEventsDue)).toBe(0);
-    expect(await store.listLength(keys.formerDeadLetters)).toBe(0);
+    expect(await store.indexCount(format1Keys.connectionIndex('connected'))).toBe(0);
+    expect(await store.scheduleSize(format1Keys.eventsDue)).toBe(0);
+    expect(await store.listLength(format1Keys.deadLetters)).toBe(0);
     expect(await store.get(keys.dataFormatUpgrade)).toBeNull();
   });
 
@@ -254,15 +255,15 @@ describe('upgradeFormat', () => {
       expect(upgrade).toMatchObject({ from: 1, to: 1, moved: { indexed: 2 }, leftToAnother: true });
       expect(await store.get(keys.dataFormat)).toBeNull();
       expect(await store.get(keys.dataFormatUpgrade)).toBe('another instance');
-      expect(await store.indexCount(keys.formerConnectionIndex('connected'))).toBe(3);
+      expect(await store.indexCount(format1Keys.connectionIndex('connected'))).toBe(3);
     });
   });
 
   describe('when format 1 holds an entry that cannot be read', () => {
     it('sets a dead letter that is not JSON aside, says why, and moves the others', async () => {
       const { store, now, letter } = await formatOne();
-      await store.listPush(keys.formerDeadLetters, '{"id":"msg_2",', 30 * DAY);
-      await store.listPush(keys.formerDeadLetters, 'null', 30 * DAY);
+      await store.listPush(format1Keys.deadLetters, '{"id":"msg_2",', 30 * DAY);
+      await store.listPush(format1Keys.deadLetters, 'null', 30 * DAY);
       const setAside: SetAside[] = [];
       const upgrade = await upgradeFormat(store, now, {
         onSetAside: (each) => setAside.push(each),
@@ -273,16 +274,16 @@ describe('upgradeFormat', () => {
         setAside: 2,
       });
       expect(setAside).toEqual([
-        { key: keys.formerDeadLetters, entry: '{"id":"msg_2",', reason: 'not a JSON object' },
-        { key: keys.formerDeadLetters, entry: 'null', reason: 'not a JSON object' },
+        { key: format1Keys.deadLetters, entry: '{"id":"msg_2",', reason: 'not a JSON object' },
+        { key: format1Keys.deadLetters, entry: 'null', reason: 'not a JSON object' },
       ]);
       expect(await store.logNewest(keys.deadLetters(eventShard('abc')), 9)).toEqual([letter]);
-      expect(await store.listLength(keys.formerDeadLetters)).toBe(0);
+      expect(await store.listLength(format1Keys.deadLetters)).toBe(0);
     });
 
     it('sets an index member that is not `sid:id` aside, and moves the others', async () => {
       const { store, now } = await formatOne();
-      const index = keys.formerConnectionIndex('connected');
+      const index = format1Keys.connectionIndex('connected');
       for (const member of ['no-colon', ':c3', `${SID}:`]) await store.indexPut(index, member, DAY);
       const setAside: SetAside[] = [];
       const upgrade = await upgradeFormat(store, now, {

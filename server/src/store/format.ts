@@ -1,5 +1,6 @@
+import { moveFormat1, type Moved, type MoveRun } from './format1/moves.ts';
 import { createLeases } from './lease.ts';
-import { eventShard, indexMember, indexShard, keys } from './keys.ts';
+import { keys } from './keys.ts';
 import { StoreUnavailableError, type Store } from './types.ts';
 
 /**
@@ -25,9 +26,6 @@ const UPGRADE_LEASE_MS = 60_000;
 export const UPGRADE_RETRY_MS = 2000;
 /** Members moved per batch. */
 const BATCH = 500;
-/** How long a moved session stays due, and a moved dead letter is kept (as format 2 keeps them). */
-const SCHEDULE_KEPT_MS = 48 * 3600 * 1000;
-const DEAD_LETTERS_KEPT_MS = 30 * 24 * 3600 * 1000;
 
 export interface FormatUpgrade {
   /** The format found (1: none said), and the one the store holds now. */
@@ -42,12 +40,6 @@ export interface FormatUpgrade {
    * lease ran out midway. Look again with retryUpgrade.
    */
   leftToAnother: boolean;
-}
-
-interface Moved {
-  indexed: number;
-  scheduled: number;
-  deadLetters: number;
 }
 
 /** An entry of format 1 that cannot be moved: its key, the entry, and why. */
@@ -70,11 +62,12 @@ export interface UpgradeOptions {
 /**
  * Brings a store written by an earlier release to DATA_FORMAT, from whichever instance takes the
  * upgrade's lease; the others serve meanwhile, reading both formats, and look again until it is
- * done (retryUpgrade). From format 1: the connections index, the events' schedule and their dead
- * letters move into their shards, batch by batch, each batch copied, then removed from the old key
- * (inBatches): an instance stopped anywhere loses nothing, and whoever takes the lease next moves
- * the rest. The format key is written once all has moved. Records need no move: they are read in
- * either format and written in the new one. A store of a later format throws DataFormatError.
+ * done (retryUpgrade). From format 1 (format1/moves.ts): the connections index, the events'
+ * schedule and their dead letters move into their shards, batch by batch, each batch copied, then
+ * removed from the old key (inBatches): an instance stopped anywhere loses nothing, and whoever
+ * takes the lease next moves the rest. The format key is written once all has moved. Records need
+ * no move: they are read in either format (format1/redis.ts) and written in the new one. A store
+ * of a later format throws DataFormatError.
  */
 export async function upgradeFormat(
   store: Store,
@@ -113,14 +106,10 @@ export async function upgradeFormat(
       setAside++;
       options.onSetAside?.({ key, entry, reason });
     },
+    inBatches: (moving, read, move) => inBatches(run, moving, read, move),
   };
   try {
-    const all =
-      (await moveIndex(run, 'connected')) &&
-      (await moveIndex(run, 'disconnected')) &&
-      (await moveSchedule(run)) &&
-      (await moveDeadLetters(run));
-    if (!all) return done(true);
+    if (!(await moveFormat1(run))) return done(true);
     await store.set(keys.dataFormat, String(DATA_FORMAT), FORMAT_TTL_MS);
     return done(false);
   } finally {
@@ -152,19 +141,15 @@ export async function retryUpgrade(
 }
 
 /** One upgrade under way: the store, the lease, what moved, and what is told. */
-interface Run {
-  store: Store;
-  now: () => number;
+interface Run extends MoveRun {
   options: UpgradeOptions;
-  batch: number;
   moved: Moved;
   /** False once the lease ran out: another instance may hold it now. */
   keepLease: () => Promise<boolean>;
-  setAside: (key: string, entry: string, reason: string) => void;
 }
 
 /**
- * Moves a key of format 1, batch by batch: `read` the next batch (left in place), then `move` it:
+ * Moves an old key, batch by batch: `read` the next batch (left in place), then `move` it:
  * copy it into the shards, then remove exactly those entries from the old key. A stop anywhere
  * leaves each entry in the old key, the new, or both; the next instance copies those again, which
  * changes nothing (every put is idempotent), and removes them. Stops before a batch once the
@@ -183,108 +168,5 @@ async function inBatches<T>(
     run.moved[moving] += await move(batch);
     run.options.onBatch?.({ moving, moved: run.moved[moving] });
     if (!(await run.keepLease())) return false;
-  }
-}
-
-/** Format 1's index (members `sid:id`, scored by expiry) into the shards of format 2. */
-function moveIndex(run: Run, status: 'connected' | 'disconnected'): Promise<boolean> {
-  const { store, now } = run;
-  const old = keys.formerConnectionIndex(status);
-  return inBatches(
-    run,
-    'indexed',
-    () => store.sortedRange(old, run.batch),
-    async (batch) => {
-      // A batch's puts at once: the client pipelines them, one round trip instead of 500.
-      const puts = batch.flatMap(({ member, score }) => {
-        const colon = member.indexOf(':');
-        const [sid, id] = [member.slice(0, colon), member.slice(colon + 1)];
-        if (colon <= 0 || id === '') {
-          run.setAside(old, member, 'not sid:id');
-          return [];
-        }
-        const ttlMs = score - now();
-        if (ttlMs <= 0) return [];
-        return [
-          store.indexPut(
-            keys.connectionIndex(status, indexShard(sid)),
-            indexMember(sid, id),
-            ttlMs,
-          ),
-        ];
-      });
-      await Promise.all(puts);
-      await Promise.all(batch.map(({ member }) => store.indexRemove(old, member)));
-      return puts.length;
-    },
-  );
-}
-
-/** Format 1's one schedule of due sessions into the shards, each keeping its time. */
-function moveSchedule(run: Run): Promise<boolean> {
-  const { store } = run;
-  const old = keys.formerEventsDue;
-  return inBatches(
-    run,
-    'scheduled',
-    () => store.sortedRange(old, run.batch),
-    async (batch) => {
-      await Promise.all(
-        batch.map(({ member: sid, score }) =>
-          store.schedulePut(keys.eventsDue(eventShard(sid)), sid, score, {
-            onlyIfAbsent: true,
-            keepMs: SCHEDULE_KEPT_MS,
-          }),
-        ),
-      );
-      await Promise.all(batch.map(({ member }) => store.scheduleRemove(old, member)));
-      return batch.length;
-    },
-  );
-}
-
-/** Format 1's one list of dead letters into the shards' logs (kept 30 days from their death). */
-function moveDeadLetters(run: Run): Promise<boolean> {
-  const { store, now } = run;
-  const old = keys.formerDeadLetters;
-  return inBatches(
-    run,
-    'deadLetters',
-    () => store.listRange(old, 0, run.batch - 1),
-    async (batch) => {
-      const logged = batch.flatMap((raw) => {
-        const letter = parseObject(raw);
-        if (!letter) {
-          run.setAside(old, raw, 'not a JSON object');
-          return [];
-        }
-        const at = Date.parse(typeof letter.dead_at === 'string' ? letter.dead_at : '') || now();
-        // A dead letter names its session by reference only: that spreads them as well.
-        const ref = typeof letter.session_ref === 'string' ? letter.session_ref : '';
-        return [
-          store.logAdd(keys.deadLetters(eventShard(ref.replace(/^ses_/, ''))), raw, at, {
-            maxCount: Number.MAX_SAFE_INTEGER,
-            minAtMs: now() - DEAD_LETTERS_KEPT_MS,
-            ttlMs: DEAD_LETTERS_KEPT_MS,
-          }),
-        ];
-      });
-      await Promise.all(logged);
-      // In order, each only while it is still the head: exactly the batch read leaves the list.
-      await Promise.all(batch.map((raw) => store.listPopIfHead(old, raw)));
-      return logged.length;
-    },
-  );
-}
-
-/** `raw` as a JSON object, or null when it is not one. */
-function parseObject(raw: string): Record<string, unknown> | null {
-  try {
-    const value: unknown = JSON.parse(raw);
-    return typeof value === 'object' && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : null;
-  } catch {
-    return null;
   }
 }

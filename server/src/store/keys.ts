@@ -31,15 +31,12 @@ export const keys = {
    */
   connectionIndex: (status: 'connected' | 'disconnected', shard: number) =>
     `baton:{stats:${shard}}:connections:${status}`,
-  /** The one index of data format 1, moved into the shards at start-up (store/format.ts). */
-  formerConnectionIndex: (status: 'connected' | 'disconnected') =>
-    `baton:{stats}:connections:${status}`,
-  /** The data format the store holds (store/format.ts), and who upgrades it. */
+  /**
+   * The data format the store holds (store/format.ts), and who upgrades it. Format 1's keys, moved
+   * into the shards at start-up, are store/format1/keys.ts's.
+   */
   dataFormat: 'baton:format',
   dataFormatUpgrade: 'baton:format:upgrade',
-  /** Format 1's one schedule and one dead letters list, moved into the shards at start-up. */
-  formerEventsDue: 'baton:{events}:due',
-  formerDeadLetters: 'baton:{events}:dead',
   /** The instance that reports store-wide gauges (http/app.ts). */
   metricsReporter: 'baton:{stats}:metrics-reporter',
   rateLimitPrefix: 'baton:ratelimit:',

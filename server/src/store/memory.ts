@@ -119,11 +119,6 @@ export function createMemoryStore(now: () => number = Date.now): Store {
       if (list.length === 0) entries.delete(key);
       return true;
     },
-    async listRange(key, start, stop) {
-      const list = listAt(key);
-      const at = (i: number) => (i < 0 ? list.length + i : i);
-      return list.slice(Math.max(0, at(start)), at(stop) + 1);
-    },
     async listLength(key) {
       return listAt(key).length;
     },
@@ -141,12 +136,6 @@ export function createMemoryStore(now: () => number = Date.now): Store {
     },
     async scheduleRemove(key, member) {
       schedules.get(key)?.delete(member);
-    },
-    async sortedRange(key, count) {
-      return [...(indexes.get(key) ?? schedules.get(key) ?? new Map<string, number>())]
-        .sort(([a, x], [b, y]) => x - y || a.localeCompare(b))
-        .slice(0, count)
-        .map(([member, score]) => ({ member, score }));
     },
     async scheduleSize(key) {
       return schedules.get(key)?.size ?? 0;
@@ -216,6 +205,18 @@ export function createMemoryStore(now: () => number = Date.now): Store {
       const at = now();
       for (const [member, expiresAt] of index) if (expiresAt <= at) index.delete(member);
       return index.size;
+    },
+    // Format1Reads (types.ts): the upgrade's only, gone with format 1.
+    async sortedRange(key, count) {
+      return [...(indexes.get(key) ?? schedules.get(key) ?? new Map<string, number>())]
+        .sort(([a, x], [b, y]) => x - y || a.localeCompare(b))
+        .slice(0, count)
+        .map(([member, score]) => ({ member, score }));
+    },
+    async listRange(key, start, stop) {
+      const list = listAt(key);
+      const at = (i: number) => (i < 0 ? list.length + i : i);
+      return list.slice(Math.max(0, at(start)), at(stop) + 1);
     },
     async ping() {},
     async close() {

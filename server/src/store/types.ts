@@ -1,8 +1,9 @@
 /**
  * The few storage operations the broker needs, each atomic. One implementation talks to Redis; the
  * embedded one keeps the same semantics in memory for local use. Both pass store.contract.ts.
+ * Format1Reads, below, are the upgrade's only.
  */
-export interface Store {
+export interface Store extends Format1Reads {
   /**
    * From the store itself unless `cached` (see getVersioned): never cache what expires by time
    * rather than by a write (a lock, a back-off) unless its value says when it expires.
@@ -55,8 +56,6 @@ export interface Store {
   listHead(key: string): Promise<string | null>;
   /** Remove the list's first element if it is still `value`: one of concurrent callers wins. */
   listPopIfHead(key: string, value: string): Promise<boolean>;
-  /** Elements `start` to `stop` (inclusive; negative counts from the end), as LRANGE. */
-  listRange(key: string, start: number, stop: number): Promise<string[]>;
   listLength(key: string): Promise<number>;
   /**
    * A schedule: members each due at a time, in milliseconds on the caller's clock (so a test's
@@ -73,12 +72,6 @@ export interface Store {
   scheduleDue(key: string, atMs: number, limit: number): Promise<string[]>;
   scheduleRemove(key: string, member: string): Promise<void>;
   scheduleSize(key: string): Promise<number>;
-  /**
-   * Up to `count` members of a schedule or index with the lowest scores, with their scores, left
-   * in place (ZRANGE WITHSCORES): for copying one batch by batch, each removed once copied
-   * (scheduleRemove, indexRemove).
-   */
-  sortedRange(key: string, count: number): Promise<{ member: string; score: number }[]>;
   /** Add `delta` to a counter (absent: 0) that then lives `ttlMs`; answers the new value. */
   counterAdd(key: string, delta: number, ttlMs: number): Promise<number>;
   /**
@@ -109,6 +102,22 @@ export interface Store {
   /** Rejects when the store cannot be reached. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * The reads only the upgrade from data format 1 needs (store/format1/moves.ts), to copy an old key
+ * batch by batch: deleted with format 1, and `extends Format1Reads` with them. The Redis store's
+ * are in store/format1/redis.ts.
+ */
+export interface Format1Reads {
+  /**
+   * Up to `count` members of a schedule or index with the lowest scores, with their scores, left
+   * in place (ZRANGE WITHSCORES): for copying one batch by batch, each removed once copied
+   * (scheduleRemove, indexRemove).
+   */
+  sortedRange(key: string, count: number): Promise<{ member: string; score: number }[]>;
+  /** Elements `start` to `stop` (inclusive; negative counts from the end), as LRANGE. */
+  listRange(key: string, start: number, stop: number): Promise<string[]>;
 }
 
 /**

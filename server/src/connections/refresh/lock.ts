@@ -1,3 +1,4 @@
+import { keys } from '../../store/keys.ts';
 import { createLeases, type Lease } from '../../store/lease.ts';
 import type { Store } from '../../store/types.ts';
 
@@ -14,6 +15,12 @@ export interface RefreshLockDeps {
   /** How long a lease lasts: longer than the token request it guards, so it outlives it. */
   leaseMs: number;
 }
+
+/**
+ * The key of connection `id`'s refresh lock, named here only: the token service takes it, and the
+ * connection's removal deletes it with the record (records.ts).
+ */
+export const refreshLockKey = (sid: string, id: string): string => keys.refreshLock(sid, id);
 
 /** How often a waiter looks whether the holder has released the lock. */
 const POLL_MS = 10;

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { eventConnection } from '../events.ts';
 import { isStoreDown } from '../../store/errors.ts';
 import type { ConnectionRecord, ConnectionRepository, LoadedConnection } from '../records.ts';
-import type { RefreshBackoff } from './backoff.ts';
+import type { RefreshBackoff } from './refresh-backoff.ts';
 import type { HeldLock, RefreshLock } from './lock.ts';
 
 /** How often a rotated pair the store did not take is offered to it again. */

@@ -2,11 +2,10 @@ import { inSpan } from '../../base/tracing.ts';
 import type { Logger } from 'pino';
 import type { ConnectionRecord, ConnectionRepository, LoadedConnection } from '../records.ts';
 import { BrokerError, notFound } from '../../base/errors.ts';
-import { keys } from '../../store/keys.ts';
 import { ProviderError, type Provider } from '../../oauth/provider.ts';
 import type { Store } from '../../store/types.ts';
-import { createRefreshBackoff, type Backoff } from './backoff.ts';
-import { createRefreshLock, type HeldLock } from './lock.ts';
+import { createRefreshBackoff, type Backoff } from './refresh-backoff.ts';
+import { createRefreshLock, refreshLockKey, type HeldLock } from './lock.ts';
 import { createRotatedPairs } from './rotated.ts';
 import {
   mayRefreshOnRejection as refreshOnRejection,
@@ -106,7 +105,7 @@ export function createTokenService(deps: TokenServiceDeps) {
     id: string,
     reason: RefreshReason,
   ): Promise<LoadedConnection> {
-    const key = keys.refreshLock(sid, id);
+    const key = refreshLockKey(sid, id);
     const deadline = now() + lock.leaseMs + deps.tokenTimeoutMs;
     for (;;) {
       counters.lockAttempts++;

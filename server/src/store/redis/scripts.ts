@@ -1,6 +1,9 @@
+import { LUA_HASH_VERSION, LUA_SET_AS_HASH } from '../format1/redis.ts';
+
 /**
  * The Lua scripts of the Redis store (store.ts): each does one step atomically, on one slot (every
- * key a script names shares a hash tag).
+ * key a script names shares a hash tag). What of them reads data format 1 comes from
+ * ../format1/redis.ts.
  */
 /** Append ARGV[i] to the list KEYS[k], which then lives at least ARGV[i + 1] ms. */
 const PUSH = `local function push(k, i)
@@ -16,7 +19,7 @@ end`;
 const VERSION_OF = `local function version_of(key)
   local kind = redis.call('TYPE', key).ok
   if kind == 'string' then return string.match(redis.call('GET', key), '^(%d+):') end
-  if kind == 'hash' then return redis.call('HGET', key, 'v') end
+  ${LUA_HASH_VERSION}
   return nil
 end`;
 
@@ -31,12 +34,6 @@ if (version_of(KEYS[1]) or '0') ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], tostring(tonumber(ARGV[1]) + 1) .. ':' .. ARGV[2], 'PX', ARGV[3])
 if KEYS[2] then push(2, 4) end
 return 1`;
-
-/** A value of format 1 (a hash {v, d}), as format 2 writes it: `<version>:<value>`, or nil. */
-export const GET_VERSIONED_HASH = `
-local v = redis.call('HMGET', KEYS[1], 'v', 'd')
-if not v[1] or not v[2] then return nil end
-return v[1] .. ':' .. v[2]`;
 
 /**
  * Deletes every key but the last and, only when the first existed, appends to the last (an outbox)
@@ -90,29 +87,17 @@ return 0`;
 /**
  * A set of ids kept as a hash of empty values: Redis 7.0 gives a small hash its compact encoding
  * (listpack, about 60 bytes for one id) but a set of strings a hashtable (264 bytes) until 7.2. A
- * set data format 1 wrote becomes such a hash on first use, keeping its TTL.
+ * set data format 1 wrote becomes such a hash on first use (LUA_SET_AS_HASH), keeping its TTL.
  */
-const AS_HASH = `local function as_hash(key)
-  if redis.call('TYPE', key)['ok'] ~= 'set' then return end
-  local members = redis.call('SMEMBERS', key)
-  local ttl = redis.call('PTTL', key)
-  redis.call('DEL', key)
-  for _, member in ipairs(members) do redis.call('HSET', key, member, '') end
-  if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
-end`;
-
-export const SET_ADD = `${AS_HASH}
-as_hash(KEYS[1])
+export const SET_ADD = `${LUA_SET_AS_HASH}
 redis.call('HSET', KEYS[1], ARGV[1], '')
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1`;
 
-export const SET_REMOVE = `${AS_HASH}
-as_hash(KEYS[1])
+export const SET_REMOVE = `${LUA_SET_AS_HASH}
 return redis.call('HDEL', KEYS[1], ARGV[1])`;
 
-export const SET_MEMBERS = `${AS_HASH}
-as_hash(KEYS[1])
+export const SET_MEMBERS = `${LUA_SET_AS_HASH}
 return redis.call('HKEYS', KEYS[1])`;
 
 const NOW_MS = `local time = redis.call('TIME')

@@ -1,5 +1,5 @@
 import { BasicClientSideCache, BasicPooledClientSideCache, type RedisArgument } from 'redis';
-import { trimOldest } from '../../base/bounded.ts';
+import { trimOldest } from '../../base/evicting-map.ts';
 
 type ClientSideCacheConfig = NonNullable<ConstructorParameters<typeof BasicClientSideCache>[0]>;
 

@@ -2,6 +2,12 @@ import { keys } from '../../store/keys.ts';
 import type { Store } from '../../store/types.ts';
 import { refreshBackoffMs } from './policy.ts';
 
+/**
+ * The key of connection `id`'s back-off, named here only: the connection's removal deletes it with
+ * the record (records.ts).
+ */
+export const refreshBackoffKey = (sid: string, id: string): string => keys.backoff(sid, id);
+
 /** A connection's back-off after transient refresh failures: until when, and after how many. */
 export interface Backoff {
   until: number;
@@ -18,7 +24,7 @@ export function createRefreshBackoff(deps: { store: Store; now: () => number }) 
   return {
     /** The connection's back-off, or null when it has none. */
     async of(sid: string, id: string): Promise<Backoff | null> {
-      const raw = await store.get(keys.backoff(sid, id));
+      const raw = await store.get(refreshBackoffKey(sid, id));
       return raw === null ? null : (JSON.parse(raw) as Backoff);
     },
 
@@ -37,12 +43,16 @@ export function createRefreshBackoff(deps: { store: Store; now: () => number }) 
       const attempts = (previous?.attempts ?? 0) + 1;
       const next: Backoff = { until: now() + refreshBackoffMs(attempts, retryAfterMs), attempts };
       // Kept a minute past its end: the next failure still counts as the next attempt.
-      await store.set(keys.backoff(sid, id), JSON.stringify(next), next.until - now() + 60_000);
+      await store.set(
+        refreshBackoffKey(sid, id),
+        JSON.stringify(next),
+        next.until - now() + 60_000,
+      );
       return next;
     },
 
     clear(sid: string, id: string): Promise<void> {
-      return store.del(keys.backoff(sid, id));
+      return store.del(refreshBackoffKey(sid, id));
     },
   };
 }

@@ -1,5 +1,7 @@
+/** Maps that evict: a cap on a Map's size, kept by deleting its oldest entries (`trimOldest`). */
+
 /**
- * Where each bounded Map's eviction has got to: a live iterator over its keys, in insertion order.
+ * Where each evicting Map's eviction has got to: a live iterator over its keys, in insertion order.
  * A Map keeps its deleted slots until it grows or shrinks, and a fresh `keys()` walks past every
  * one of them; this iterator walks past each only once.
  */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { trimOldest } from './bounded.ts';
+import { trimOldest } from './evicting-map.ts';
 
 describe('trimOldest', () => {
   it('deletes the oldest entries first, and an entry set again counts as new', () => {
