@@ -61,7 +61,7 @@ describe('failed session checks from IPv6 clients', () => {
       statuses.push(await get(path, randomToken(), `2001:db8:1:2:${hex()}:${hex()}:${hex()}:${i}`));
     const used = (await redisCommands()) - before - 1; // less this test's own INFO
     // Each of the 30 the limit lets through is one round trip of two GETEX: the session, and the
-    // record its call names (store/redis/store.ts, readUntracked).
+    // record its call names (store/redis/reads.ts, readUntracked).
     expect(used).toBeLessThan(70);
     expect(statuses.filter((status) => status === 429).length).toBeGreaterThan(250);
     // Another address of the same /56 is the same client; another /56 is not.
