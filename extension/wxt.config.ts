@@ -2,7 +2,14 @@ import { DEV_FIREFOX_GECKO_ID } from '@baton/shared';
 import { fileURLToPath } from 'node:url';
 import type { Plugin } from 'vite';
 import { defineConfig } from 'wxt';
-import { matchPatternAllowed, parseApiOrigins, type ApiOrigin } from './src/api-origins.ts';
+import {
+  contentScriptsProblem,
+  DEVELOPMENT_API_ORIGINS,
+  formatApiOrigins,
+  mergeApiOrigins,
+  parseApiOrigins,
+  type ApiOrigin,
+} from './src/api-origins.ts';
 import { DEFAULT_BROKER_URL, hostPermissionFor, parseBrokerUrl } from './src/broker-url.ts';
 import { DEV_CHROME_PUBLIC_KEY } from './src/dev-identity.ts';
 import { releaseSettings } from './src/release.ts';
@@ -36,14 +43,19 @@ function buildBrokerUrl(): string {
 const release = process.env['BATON_RELEASE'] === '1' ? releaseSettings(process.env) : null;
 const brokerUrl = release?.brokerUrl ?? buildBrokerUrl();
 
-/** The origins whose content scripts may use the API (docs/extending.md); none when unset. */
+/**
+ * The origins whose content scripts may use the API (docs/extending.md): WXT_API_ORIGINS (none
+ * when unset), and in a development build the machine's own pages too (http://localhost and
+ * http://127.0.0.1, any port), so that `scripts/baton start` and the end-to-end tests keep working
+ * beside the integrator's list. A release build answers WXT_API_ORIGINS alone, https only.
+ */
 function buildApiOrigins(): readonly ApiOrigin[] {
   const parsed = parseApiOrigins(process.env['WXT_API_ORIGINS']);
   if (!parsed.ok)
     throw new Error(
       `WXT_API_ORIGINS is not valid:\n${parsed.problems.map((p) => `  - ${p}`).join('\n')}`,
     );
-  return parsed.origins;
+  return mergeApiOrigins(parsed.origins, DEVELOPMENT_API_ORIGINS);
 }
 const apiOrigins = release?.apiOrigins ?? buildApiOrigins();
 
@@ -67,14 +79,14 @@ if (e2e && release !== null)
 function checkContentScripts(manifest: {
   content_scripts?: readonly { js?: readonly string[]; matches?: readonly string[] }[];
 }): void {
-  const outside = (manifest.content_scripts ?? [])
+  const scripts = (manifest.content_scripts ?? [])
     .filter((script) => !(e2e && script.js?.includes(`content-scripts/${E2E_PROBE}.js`)))
-    .flatMap((script) => script.matches ?? [])
-    .filter((pattern) => !matchPatternAllowed(pattern, apiOrigins));
-  if (outside.length > 0)
-    throw new Error(
-      `Content scripts match beyond WXT_API_ORIGINS (${process.env['WXT_API_ORIGINS'] ?? 'unset'}): ${outside.join(', ')}`,
-    );
+    .map((script) => ({ file: script.js?.join(', ') ?? '', matches: script.matches ?? [] }));
+  const problem = contentScriptsProblem(scripts, apiOrigins, {
+    release: release !== null,
+    listed: process.env['WXT_API_ORIGINS'],
+  });
+  if (problem !== null) throw new Error(problem);
 }
 
 /**
@@ -98,7 +110,12 @@ function zodWithoutEvalProbe(): Plugin {
 
 export default defineConfig({
   modules: ['@wxt-dev/webextension-polyfill'],
-  vite: () => ({ plugins: [zodWithoutEvalProbe()] }),
+  vite: () => ({
+    plugins: [zodWithoutEvalProbe()],
+    // The background answers the list checked here (build-env.ts), not WXT_API_ORIGINS as Vite
+    // would read it: the development origins are added, and an .env file cannot differ from it.
+    define: { 'import.meta.env.WXT_API_ORIGINS': JSON.stringify(formatApiOrigins(apiOrigins)) },
+  }),
   hooks: {
     'entrypoints:found': (_wxt, infos) => {
       if (!e2e) return;

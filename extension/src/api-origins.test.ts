@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
+  contentScriptsProblem,
+  DEVELOPMENT_API_ORIGINS,
+  formatApiOrigins,
   matchPatternAllowed,
   matchPatternFor,
+  mergeApiOrigins,
   originAllowed,
   parseApiOrigins,
   type ApiOrigin,
@@ -112,5 +116,111 @@ describe('matchPatternAllowed (content scripts at build time)', () => {
   it('covers each listed origin with its own pattern', () => {
     for (const origin of origins)
       expect(matchPatternAllowed(matchPatternFor(origin), origins)).toBe(true);
+  });
+});
+
+describe('the list a build answers', () => {
+  it('a development build adds the machine’s own pages (localhost, 127.0.0.1, any port) to the integrator’s, once', () => {
+    const merged = mergeApiOrigins(
+      listed('https://app.example.com, http://127.0.0.1'),
+      DEVELOPMENT_API_ORIGINS,
+    );
+
+    expect(formatApiOrigins(merged)).toBe(
+      'https://app.example.com,http://127.0.0.1,http://localhost',
+    );
+    expect(originAllowed('http://localhost:5173', merged)).toBe(true);
+    expect(originAllowed('http://127.0.0.2:5173', merged)).toBe(false);
+  });
+
+  it('writes it back as WXT_API_ORIGINS reads it', () => {
+    const origins = listed('https://app.example.com, https://*.example.org, http://[::1]');
+    expect(listed(formatApiOrigins(origins))).toEqual(origins);
+    expect(formatApiOrigins([])).toBe('');
+  });
+});
+
+describe('contentScriptsProblem (the build’s check of declared content scripts)', () => {
+  const app = { file: 'content-scripts/app.js', matches: ['https://app.example.com/*'] };
+
+  it('finds none when every pattern is within the list', () => {
+    expect(
+      contentScriptsProblem([app], listed('https://app.example.com'), {
+        release: false,
+        listed: 'https://app.example.com',
+      }),
+    ).toBeNull();
+  });
+
+  it('in a development build, names each pattern beyond the list with its script, and the variable to set, to what, and how', () => {
+    const problem = contentScriptsProblem(
+      [app, { file: 'content-scripts/shop.js', matches: ['https://*.shop.example/*'] }],
+      DEVELOPMENT_API_ORIGINS,
+      { release: false, listed: undefined },
+    );
+
+    expect(problem).toContain('WXT_API_ORIGINS (unset)');
+    expect(problem).toContain('  - https://app.example.com/* (content-scripts/app.js)');
+    expect(problem).toContain('  - https://*.shop.example/* (content-scripts/shop.js)');
+    expect(problem).toContain(
+      'WXT_API_ORIGINS=https://app.example.com,https://*.shop.example bash scripts/baton start',
+    );
+    expect(problem).toContain('docs/extending.md');
+  });
+
+  it('keeps what is listed already in the value to set', () => {
+    const problem = contentScriptsProblem([app], listed('https://other.example.com'), {
+      release: false,
+      listed: 'https://other.example.com',
+    });
+
+    expect(problem).toContain('WXT_API_ORIGINS (https://other.example.com)');
+    expect(problem).toContain(
+      'WXT_API_ORIGINS=https://other.example.com,https://app.example.com bash scripts/baton start',
+    );
+  });
+
+  it('leaves out what a development build lists by itself', () => {
+    const problem = contentScriptsProblem(
+      [app],
+      mergeApiOrigins(listed('http://127.0.0.1'), DEVELOPMENT_API_ORIGINS),
+      { release: false, listed: 'http://127.0.0.1' },
+    );
+
+    expect(problem).toContain('  WXT_API_ORIGINS=https://app.example.com bash scripts/baton start');
+  });
+
+  it('in a release build, says how to set it for the release command (https only)', () => {
+    const problem = contentScriptsProblem(
+      [app, { file: 'content-scripts/dev.js', matches: ['http://localhost/*'] }],
+      [],
+      { release: true, listed: undefined },
+    );
+
+    expect(problem).toContain(
+      'WXT_API_ORIGINS=https://app.example.com pnpm --filter @baton/extension release',
+    );
+    expect(problem).toContain(
+      '  - http://localhost/* (content-scripts/dev.js): no entry of WXT_API_ORIGINS can list it',
+    );
+    expect(problem).toContain('.ci/run');
+  });
+
+  it.each([
+    ['<all_urls>'],
+    ['*://app.example.com/*'],
+    ['https://*/*'],
+    ['http://app.example.com/*'],
+  ])('says that %s cannot be listed at all, and suggests nothing for it', (pattern) => {
+    const problem = contentScriptsProblem(
+      [{ file: 'content-scripts/x.js', matches: [pattern] }],
+      [],
+      { release: false, listed: undefined },
+    );
+
+    expect(problem).toContain(
+      `  - ${pattern} (content-scripts/x.js): no entry of WXT_API_ORIGINS can list it`,
+    );
+    expect(problem).not.toContain('WXT_API_ORIGINS=');
   });
 });

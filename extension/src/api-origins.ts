@@ -108,3 +108,103 @@ export function matchPatternAllowed(pattern: string, origins: readonly ApiOrigin
     (o) => o.scheme === scheme && o.subdomains && (host === o.host || host.endsWith(`.${o.host}`)),
   );
 }
+
+/**
+ * What a development build (any build but a release) answers besides WXT_API_ORIGINS: pages served
+ * on this machine, on any port (`scripts/baton start`, the end-to-end tests, an integrator's app
+ * under development). Never in a release build, which takes https only.
+ */
+export const DEVELOPMENT_API_ORIGINS: readonly ApiOrigin[] = [
+  { scheme: 'http', host: 'localhost', subdomains: false },
+  { scheme: 'http', host: '127.0.0.1', subdomains: false },
+];
+
+const sameOrigin = (a: ApiOrigin, b: ApiOrigin) =>
+  a.scheme === b.scheme && a.host === b.host && a.subdomains === b.subdomains;
+
+/** `first`, then those of `then` it does not hold yet. */
+export function mergeApiOrigins(
+  first: readonly ApiOrigin[],
+  then: readonly ApiOrigin[],
+): ApiOrigin[] {
+  const merged = [...first];
+  for (const origin of then) if (!merged.some((o) => sameOrigin(o, origin))) merged.push(origin);
+  return merged;
+}
+
+/** The list written as WXT_API_ORIGINS reads it: `https://app.example.com,https://*.example.org`. */
+export function formatApiOrigins(origins: readonly ApiOrigin[]): string {
+  return origins.map((o) => `${o.scheme}://${o.subdomains ? '*.' : ''}${o.host}`).join(',');
+}
+
+/** A content script as the generated manifest declares it: its file and its match patterns. */
+export interface DeclaredContentScript {
+  readonly file: string;
+  readonly matches: readonly string[];
+}
+
+/**
+ * Why these content scripts cannot be built with these origins, or null when every match pattern
+ * is within them. The message names each pattern beyond the list with its script, and says what
+ * to set WXT_API_ORIGINS to (what it lists already, and the origin of each pattern that an entry
+ * can list) and how: for `scripts/baton start` in a development build, for the release command in
+ * a release build (https only). `listed` is WXT_API_ORIGINS as given.
+ */
+export function contentScriptsProblem(
+  scripts: readonly DeclaredContentScript[],
+  origins: readonly ApiOrigin[],
+  context: { readonly release: boolean; readonly listed: string | undefined },
+): string | null {
+  const lines: string[] = [];
+  const given = parseApiOrigins(context.listed, { release: context.release });
+  // What the integrator lists, without what a development build adds by itself.
+  let toList = (given.ok ? given.origins : []).filter(
+    (o) => context.release || !DEVELOPMENT_API_ORIGINS.some((d) => sameOrigin(d, o)),
+  );
+  let listable = 0;
+  for (const script of scripts)
+    for (const pattern of script.matches) {
+      if (matchPatternAllowed(pattern, origins)) continue;
+      const origin = originToList(pattern, context.release);
+      if (origin === null) {
+        lines.push(
+          `  - ${pattern} (${script.file}): no entry of WXT_API_ORIGINS can list it; narrow the script's matches to https://host/… (${context.release ? 'https only in a release build' : 'or http on localhost or 127.0.0.1'})`,
+        );
+      } else {
+        lines.push(`  - ${pattern} (${script.file})`);
+        toList = mergeApiOrigins(toList, [origin]);
+        listable += 1;
+      }
+    }
+  if (lines.length === 0) return null;
+  const value = formatApiOrigins(toList);
+  const how =
+    listable === 0
+      ? []
+      : context.release
+        ? [
+            'Set WXT_API_ORIGINS to their origins in the release command (docs/extending.md):',
+            `  WXT_BROKER_URL=… WXT_GECKO_ID=… WXT_API_ORIGINS=${value} pnpm --filter @baton/extension release`,
+            '(.ci/run passes WXT_API_ORIGINS on from its environment: set it in your CI.)',
+          ]
+        : [
+            'Set WXT_API_ORIGINS to their origins wherever this extension is built (docs/extending.md):',
+            `  WXT_API_ORIGINS=${value} bash scripts/baton start`,
+            '(the same for `bash scripts/baton test` and `pnpm --filter @baton/extension build`; .ci/run passes it on from its environment.)',
+          ];
+  return [
+    `Content scripts match pages beyond WXT_API_ORIGINS (${context.listed ?? 'unset'}), where the background would refuse every call:`,
+    ...lines,
+    ...how,
+  ].join('\n');
+}
+
+/** The entry of WXT_API_ORIGINS that lists a pattern's pages, or null when none can. */
+function originToList(pattern: string, release: boolean): ApiOrigin | null {
+  const match = PATTERN.exec(pattern);
+  if (match === null) return null;
+  const [, scheme = '', wildcard = '', host = ''] = match;
+  const parsed = parseApiOrigins(`${scheme}://${wildcard}${host}`, { release });
+  const origin = parsed.ok ? parsed.origins[0] : undefined;
+  return origin !== undefined && matchPatternAllowed(pattern, [origin]) ? origin : null;
+}

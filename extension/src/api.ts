@@ -3,12 +3,12 @@ import type { DisconnectedReason, ErrorCode, PROXY_METHODS } from '@baton/shared
 /**
  * The API for the integrator's own code (docs/extending.md): an extension page or a content script
  * on a listed origin calls a license API path through the background and the broker, and gets the
- * license API's answer or a typed error. Types only, and the limits: the client (api-client.ts)
- * imports nothing else, so a content script stays small.
+ * license API's answer or a typed error; it may also hear what changes (`ApiChange`). Types only,
+ * and the limits: the client (api-client.ts) imports nothing else, so a content script stays small.
  *
  * Each message is `{ type, data }` sent with `runtime.sendMessage`; its reply is the result itself
- * (`ApiResult`, `ApiConnectionsResult`). Nothing in a reply is a secret: no session token, no
- * provider token, no broker header.
+ * (`ApiResult`, `ApiConnectionsResult`). Changes come on a port (`API_CHANGES_PORT`). Nothing in a
+ * reply or a change is a secret: no session token, no provider token, no broker header.
  */
 export type ApiMethod = (typeof PROXY_METHODS)[number];
 
@@ -100,6 +100,42 @@ export type ApiHandlers = {
     data: ApiMessageMap[K]['request'],
   ) => Promise<ApiMessageMap[K]['response']>;
 };
+
+/**
+ * What changed in the session, as an open page hears it (`batonApi.onChange`): ids, status and
+ * origins only, never a token, a session handle or a user record. Read `api.connections` (or call
+ * the API) for more.
+ */
+export type ApiChange =
+  /** A licence is connected: newly, or again after it was disconnected. */
+  | { readonly kind: 'connected'; readonly connectionId: string; readonly apiOrigin: string }
+  /** A licence is disconnected (the provider refused its refresh): the user must reconnect it. */
+  | {
+      readonly kind: 'disconnected';
+      readonly connectionId: string;
+      readonly apiOrigin: string;
+      readonly reason: DisconnectedReason | null;
+    }
+  /** A licence is gone from the session (the user disconnected it in the popup). */
+  | { readonly kind: 'removed'; readonly connectionId: string; readonly apiOrigin: string }
+  /** The session ended (signed out, ended by the broker, another broker chosen): every licence with it. */
+  | { readonly kind: 'signed_out' };
+
+/** Whether changes come: `listening` once they do, `stopped` (with why) once they never will. */
+export type ApiChangeStatus =
+  { readonly state: 'listening' } | { readonly state: 'stopped'; readonly error: ApiError };
+
+/**
+ * The port a page opens (`runtime.connect({ name: API_CHANGES_PORT })`) to hear of changes, and
+ * what the background sends on it: `api.listening` once it accepts the port, then one
+ * `api.change` per change; `api.refused` (then it disconnects) for a content script on an origin
+ * it does not list.
+ */
+export const API_CHANGES_PORT = 'baton.api.changes';
+export type ApiChangesMessage =
+  | { readonly type: 'api.listening' }
+  | { readonly type: 'api.change'; readonly change: ApiChange }
+  | { readonly type: 'api.refused'; readonly error: ApiError };
 
 /** The broker reads a request body up to 1 MiB; a larger one is refused before it leaves. */
 export const API_MAX_REQUEST_BYTES = 1024 * 1024;

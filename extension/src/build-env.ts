@@ -13,9 +13,10 @@ function resolve(raw: string | undefined): string {
 }
 
 /**
- * The origins whose content scripts may use the integrator's API (`WXT_API_ORIGINS`, checked by
- * wxt.config.ts at build time, so an invalid list never ships); none when it is unset. Marked
- * pure, so that the popup, which imports this module for the broker URL only, leaves it out.
+ * The origins whose content scripts may use the integrator's API: the list wxt.config.ts checked
+ * and wrote in at build time (`WXT_API_ORIGINS`, and in a development build http://localhost and
+ * http://127.0.0.1 too), so an invalid list never ships. Marked pure, so that the popup, which
+ * imports this module for the broker URL only, leaves it out.
  */
 export const BUILD_API_ORIGINS: readonly ApiOrigin[] = /* @__PURE__ */ originsOf(
   import.meta.env.WXT_API_ORIGINS,

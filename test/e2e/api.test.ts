@@ -13,15 +13,17 @@ import {
 import { extensionSessionToken } from '../support/extension-storage.ts';
 import { startWorld, type World } from '../support/world.ts';
 import { serveIntegratorPages, type IntegratorPages } from '../support/integrator-page.ts';
-import { logWritten } from '../support/wait.ts';
+import { logWritten, until } from '../support/wait.ts';
 
 /**
  * The integrator's API (docs/extending.md) in real browsers: the end-to-end build's probe content
- * script (extension/src/testing/api-probe.content.ts; WXT_API_ORIGINS=http://127.0.0.1, see
- * global-setup.ts) runs on an integrator's page and writes what the API gave it into that page.
+ * script (extension/src/testing/api-probe.content.ts; global-setup.ts adds http://127.0.0.1 to
+ * WXT_API_ORIGINS) runs on an integrator's page and writes what the API gave it into that page.
  * On 127.0.0.1, a listed origin, the page shows users.me fetched through the background and the
  * broker, and nothing secret; on 127.0.0.2, where the probe is declared too but the build lists
- * nothing, the background refuses every call and the broker is never asked.
+ * nothing, the background refuses every call and the broker is never asked. The probe also listens
+ * for changes (batonApi.onChange): the listed page hears a licence connected, removed and signed
+ * out, in order; the other hears nothing.
  */
 const port = inject('brokerPort');
 const output = (name: string) =>
@@ -32,6 +34,10 @@ const LISTED = '127.0.0.1';
 const UNLISTED = '127.0.0.2';
 const probe = (name: string) => `[data-testid="baton-e2e"] [data-testid="${name}"]`;
 const DONE = '[data-testid="baton-e2e"][data-state="done"]';
+const CHANGES = '[data-testid="baton-e2e-changes"]';
+const CHANGE = `${CHANGES} [data-testid="change"]`;
+const card = (id?: string) =>
+  `[data-testid="connection-card"]${id === undefined ? '' : `[data-connection-id="${id}"]`}`;
 
 let world: World;
 let pages: IntegratorPages;
@@ -83,6 +89,23 @@ describe.each([
     return page;
   }
 
+  /** Connects a licence of the sandbox's demo account through the popup's Connect button. */
+  async function connectLicence(licence: string): Promise<void> {
+    const window = await browser.authWindow(
+      () => popup.click('[data-testid="connect-button"]'),
+      world.sandbox.url,
+    );
+    await window.waitFor('#email');
+    await window.fill('#email', 'lotte.vermeulen@example.be');
+    await window.fill('#password', DEMO_PASSWORD);
+    await window.click('#login');
+    await window.waitFor(`#license-${licence}`);
+    await window.click(`#license-${licence}`);
+    await window.click('#continue');
+    await window.waitFor('#authorize');
+    await window.click('#authorize').catch(() => undefined);
+  }
+
   const data = async (page: UiPage, testid: string, attribute: string) =>
     page.attributes(probe(testid), `data-${attribute}`);
 
@@ -94,19 +117,7 @@ describe.each([
   });
 
   it('a listed page shows users.me fetched through the background, and nothing secret', async () => {
-    const window = await browser.authWindow(
-      () => popup.click('[data-testid="connect-button"]'),
-      world.sandbox.url,
-    );
-    await window.waitFor('#email');
-    await window.fill('#email', 'lotte.vermeulen@example.be');
-    await window.fill('#password', DEMO_PASSWORD);
-    await window.click('#login');
-    await window.waitFor('#license-lic-1001');
-    await window.click('#license-lic-1001');
-    await window.click('#continue');
-    await window.waitFor('#authorize');
-    await window.click('#authorize').catch(() => undefined);
+    await connectLicence('lic-1001');
     await popup.waitFor('[data-testid="connection-card"][data-status="connected"]');
     const [id] = await popup.attributes('[data-testid="connection-card"]', 'data-connection-id');
     connectionId = id ?? '';
@@ -162,6 +173,48 @@ describe.each([
     await logWritten(world.processes[0]!);
     expect(world.processes[0]!.lines.slice(before).join('\n')).not.toContain('/connections');
     await page.close();
+  });
+
+  it('a listed page hears a licence connected, removed and signed out, in order; a page not listed hears nothing', async () => {
+    expect(connectionId).not.toBe('');
+    const listed = await browser.openUrl(pages.url(LISTED));
+    await listed.waitFor(`${CHANGES}[data-state="listening"]`);
+    const unlisted = await browser.openUrl(pages.url(UNLISTED));
+    await unlisted.waitFor(`${CHANGES}[data-state="stopped"]`);
+    expect(await unlisted.attributes(CHANGES, 'data-code')).toEqual(['origin_not_allowed']);
+    // Chromium stops an idle service worker, and the ports to it: the page connects again.
+    if (browser.name === 'chromium') await browser.stopBackground();
+
+    await connectLicence('lic-1002');
+    await until(async () => (await popup.count(card())) === 2, {
+      deadlineMs: 30_000,
+      what: 'the second licence in the popup',
+    });
+    const added = (await popup.attributes(card(), 'data-connection-id')).find(
+      (id) => id !== connectionId,
+    );
+    if (added === undefined || added === null) throw new Error('no second connection');
+    await popup.waitForGone('[aria-busy="true"]');
+    await popup.click(`${card(added)} [data-testid="disconnect-button"]`);
+    await popup.waitForGone(card(added));
+    await popup.click('[data-testid="sign-out-button"]');
+    await popup.waitFor('[data-testid="signed-out"]');
+
+    await until(async () => (await listed.count(CHANGE)) >= 3, {
+      what: 'three changes on the listed page',
+    });
+    await listed.screenshot(join(shots, `${name}-changes.png`));
+    expect(await listed.attributes(CHANGE, 'data-kind')).toEqual([
+      'connected',
+      'removed',
+      'signed_out',
+    ]);
+    expect(await listed.attributes(CHANGE, 'data-connection-id')).toEqual([added, added, '']);
+    expect(await listed.attributes(CHANGES, 'data-state')).toEqual(['listening']);
+    expect(await unlisted.count(CHANGE)).toBe(0);
+    expect(await unlisted.attributes(CHANGES, 'data-state')).toEqual(['stopped']);
+    await listed.close();
+    await unlisted.close();
   });
 
   async function sessionToken(): Promise<string> {

@@ -2,7 +2,8 @@
  * `pnpm start`: run Baton locally. Builds the extension for Chrome and Firefox pointing at the
  * broker, starts the provider sandbox and the broker (embedded store unless REDIS_URL is set),
  * prints where everything is, and stops it all on Ctrl-C. `pnpm dev` runs WXT's dev mode instead
- * of a one-off build.
+ * of a one-off build. WXT_API_ORIGINS, from the environment, reaches the builds: a fork with content
+ * scripts of its own sets it (docs/extending.md), and the build says so when it is missing.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -138,6 +139,8 @@ ${
     Chrome/Chromium: chrome://extensions → Developer mode → Load unpacked → ${out('chrome-mv3')}
     Firefox:         about:debugging#/runtime/this-firefox → Load Temporary Add-on → ${out('firefox-mv3/manifest.json')}`
 }
+  Integrator API (docs/extending.md): content scripts on ${process.env.WXT_API_ORIGINS?.trim() || 'no origin of yours (WXT_API_ORIGINS unset)'}
+    and on http://localhost, http://127.0.0.1 (any port: development builds only)
   Then open the Baton popup and press Connect.
 ${
   development?.defaults

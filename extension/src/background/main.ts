@@ -4,6 +4,7 @@ import { createStateStore, definePersistedStateItem } from '../state/persisted.t
 import { lastViewCache, lastViewItem } from '../state/last-view.ts';
 import { indexedDbSessionVault } from '../state/session-vault.ts';
 import { createViewStore, viewItem } from '../state/view.ts';
+import { createApiChangesListener } from './api-changes.ts';
 import { createApiListener } from './api-listener.ts';
 import { createMessageListener } from './message-listener.ts';
 import { isExtensionPage, type Self } from './senders.ts';
@@ -58,5 +59,9 @@ export function startBackground(): void {
   );
   browser.runtime.onMessage.addListener(
     createApiListener(background.api, { self, origins: BUILD_API_ORIGINS, log }),
+  );
+  // Its change notifications, on a port each listening page opens (batonApi.onChange).
+  browser.runtime.onConnect.addListener(
+    createApiChangesListener(background.changes, { self, origins: BUILD_API_ORIGINS, log }),
   );
 }

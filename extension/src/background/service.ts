@@ -6,6 +6,7 @@ import { ProblemError } from '../problems.ts';
 import type { PersistedState } from '../state/persisted.ts';
 import type { FlowState, View } from '../state/view.ts';
 import { createApiCalls } from './api-calls.ts';
+import { createChangeFeed, publishingChanges, type ChangeFeed } from './api-changes.ts';
 import { createBrokerClient, type BrokerClient } from './broker-client.ts';
 import type { BackgroundCore, BackgroundDeps } from './core.ts';
 import { createFlowRunner } from './flow-runner.ts';
@@ -21,6 +22,8 @@ export interface Background {
   readonly handlers: Handlers;
   /** The integrator's API (api.ts), for extension pages and listed content scripts. */
   readonly api: ApiHandlers;
+  /** What changed for the integrator's API, from each write of the view (api-changes.ts). */
+  readonly changes: ChangeFeed;
   /** Start-up work (migration, recovering from a flow the previous worker did not finish). */
   readonly ready: Promise<void>;
   /** Resolves when no flow and no refresh is running (for tests and callers that must wait). */
@@ -28,7 +31,10 @@ export interface Background {
 }
 
 export function createBackground(deps: BackgroundDeps): Background {
-  const { state, view, now } = deps;
+  const { state, now } = deps;
+  const changes = createChangeFeed();
+  // Every part writes the view through this: what a write changed reaches the API's listeners.
+  const view = publishingChanges(deps.view, changes.publish);
   const log = deps.log ?? (() => undefined);
   const running = new Set<Promise<unknown>>();
   /** Bumped whenever the session or the broker changes: late results of older work are dropped. */
@@ -183,6 +189,7 @@ export function createBackground(deps: BackgroundDeps): Background {
   return {
     handlers,
     api,
+    changes,
     ready,
     async idle() {
       await ready;

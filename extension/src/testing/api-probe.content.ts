@@ -7,14 +7,41 @@ import { batonApi } from '../api-client.ts';
  * release build): on a test page it calls the integrator's API as an integrator's content script
  * would, and writes what it got into the page, where the test reads it. It is declared for a
  * listed origin (127.0.0.1) and for one the build does not list (127.0.0.2), which the background
- * must refuse. It writes only the fields the test checks, as text.
+ * must refuse. It writes only the fields the test checks, as text. It also listens for changes
+ * (`batonApi.onChange`) from the moment it starts, and writes each one it hears, in order.
  */
 export const E2E_PROBE_MATCHES = ['http://127.0.0.1/baton-e2e/*', 'http://127.0.0.2/baton-e2e/*'];
 
 export default defineContentScript({
   matches: E2E_PROBE_MATCHES,
-  main: () => void probe(),
+  main: () => {
+    listen();
+    void probe();
+  },
 });
+
+/** `[data-testid="baton-e2e-changes"]`: its state (listening, stopped + code), one line a change. */
+function listen(): void {
+  const out = document.createElement('section');
+  out.dataset['testid'] = 'baton-e2e-changes';
+  out.dataset['state'] = 'starting';
+  document.body.append(out);
+  batonApi.onChange(
+    (change) => {
+      const element = document.createElement('p');
+      element.dataset['testid'] = 'change';
+      element.dataset['kind'] = change.kind;
+      element.dataset['connectionId'] = 'connectionId' in change ? change.connectionId : '';
+      out.append(element);
+    },
+    {
+      onStatus: (status) => {
+        out.dataset['state'] = status.state;
+        if (status.state === 'stopped') out.dataset['code'] = status.error.code;
+      },
+    },
+  );
+}
 
 async function probe(): Promise<void> {
   const out = document.createElement('section');
