@@ -73,7 +73,11 @@ async function profileFolder(options: LaunchOptions, prefix: string) {
   return { dir: options.profile, temporary: false };
 }
 
-const TIMEOUT = 20_000;
+/**
+ * How long a browser step may take: a deadline, not a wait. Generous, as CI runs on a shared host
+ * where a window can take many seconds to open while other suites load the cores.
+ */
+const TIMEOUT = 60_000;
 const CHROMIUM_ARGS = [
   '--no-sandbox',
   '--disable-gpu',
