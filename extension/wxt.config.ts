@@ -141,7 +141,8 @@ export default defineConfig({
     version_name: buildVersion,
     description: '__MSG_extDescription__',
     default_locale: 'en',
-    permissions: ['identity', 'storage'],
+    // alarms: the status check that keeps the toolbar badge true (src/background/status-check.ts).
+    permissions: ['identity', 'storage', 'alarms'],
     host_permissions: [hostPermissionFor(brokerUrl)],
     // Another broker, chosen on the options page, is requested at run time.
     optional_host_permissions: release

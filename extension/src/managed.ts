@@ -13,12 +13,24 @@ import type { Settings } from './state/persisted.ts';
 export interface ManagedSettings {
   readonly brokerUrl: string | null;
   readonly locale: Locale | null;
+  /**
+   * Minutes between two status checks (background/status-check.ts), 1 to 1440; 0 turns the check
+   * off; null: not set (every 30 minutes).
+   */
+  readonly statusCheckMinutes: number | null;
 }
 
-export const NOT_MANAGED: ManagedSettings = { brokerUrl: null, locale: null };
+export const NOT_MANAGED: ManagedSettings = {
+  brokerUrl: null,
+  locale: null,
+  statusCheckMinutes: null,
+};
 
 /** The policy's keys, as `managed_schema.json` names them. */
-export const MANAGED_KEYS = ['brokerUrl', 'locale'] as const;
+export const MANAGED_KEYS = ['brokerUrl', 'locale', 'statusCheckMinutes'] as const;
+
+/** The longest period a policy may set: once a day. */
+export const MAX_STATUS_CHECK_MINUTES = 1440;
 
 export function parseManaged(raw: unknown): {
   readonly settings: ManagedSettings;
@@ -43,7 +55,19 @@ export function parseManaged(raw: unknown): {
       locale = value as Locale;
     } else ignored.push('locale');
   }
-  return { settings: { brokerUrl, locale }, ignored };
+  let statusCheckMinutes: number | null = null;
+  if (record['statusCheckMinutes'] !== undefined) {
+    const value = record['statusCheckMinutes'];
+    if (
+      typeof value === 'number' &&
+      Number.isInteger(value) &&
+      value >= 0 &&
+      value <= MAX_STATUS_CHECK_MINUTES
+    ) {
+      statusCheckMinutes = value;
+    } else ignored.push('statusCheckMinutes');
+  }
+  return { settings: { brokerUrl, locale, statusCheckMinutes }, ignored };
 }
 
 /** What is in force: the organisation's value, else the user's (null: the build's or automatic). */

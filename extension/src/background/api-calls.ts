@@ -43,13 +43,25 @@ export function createApiCalls(core: BackgroundCore): ApiHandlers {
     async 'api.request'(data) {
       const checked = checkApiRequest(data);
       if (!checked.ok) return checked;
-      return withSession('api.request', async (client, token) =>
+      const since = core.epoch();
+      const result = await withSession('api.request', async (client, token) =>
         readAnswer(await client.callApi(token, checked.call)),
       );
+      // The broker found the licence disconnected on the way: the popup and the badge say so.
+      if (!result.ok && result.error.code === 'reauthorization_required')
+        await core.noteDisconnected([{ id: checked.call.connectionId, reason: null }], since);
+      return result;
     },
     async 'api.connections'() {
+      const since = core.epoch();
       return withSession('api.connections', async (client, token) => {
         const list = await client.listConnections(token);
+        await core.noteDisconnected(
+          list
+            .filter((c) => c.status === 'disconnected')
+            .map((c) => ({ id: c.id, reason: c.disconnected_reason ?? null })),
+          since,
+        );
         const result: ApiConnectionsResult = {
           ok: true,
           connections: list.map((c) => ({

@@ -1,7 +1,10 @@
+import type { DisconnectedReason } from '@baton/shared';
 import type { ManagedSettings } from '../managed.ts';
 import type { PersistedState, StateStore } from '../state/persisted.ts';
 import type { Notice, View, ViewStore } from '../state/view.ts';
+import type { ActionApi, Messages } from './badge.ts';
 import type { BrokerClient } from './broker-client.ts';
+import type { AlarmsApi } from './status-check.ts';
 
 /**
  * The background's behaviour, with every outside effect injected: the broker (`fetch`), the
@@ -32,6 +35,17 @@ export interface BackgroundDeps {
     read(): Promise<unknown>;
     onChange(listener: () => void): void;
   };
+  /** `browser.action`, for the badge (badge.ts). Absent: no badge. */
+  readonly action?: ActionApi;
+  /** `browser.i18n.getMessage`, for the badge's title. Absent: the message keys. */
+  readonly message?: Messages;
+  /**
+   * `browser.alarms`, for the status check (status-check.ts); `onAlarm` must add its listener at
+   * once (the alarm may be what woke the worker). Absent: no status check.
+   */
+  readonly alarms?: AlarmsApi & { onAlarm(listener: (alarm: { name: string }) => void): void };
+  /** Uniform in [0, 1), as `Math.random`: the status check's jitter. */
+  readonly random?: () => number;
   /** Events with codes and flags only: never a token, a handoff, a verifier or user data. */
   readonly log?: (event: string, fields?: Record<string, string | number | boolean>) => void;
 }
@@ -68,4 +82,12 @@ export interface BackgroundCore {
   refresh(): Promise<void>;
   /** Forget the session locally (the broker said it is gone, or the user signed out). */
   endSession(notice: Notice): Promise<void>;
+  /**
+   * An answer begun under epoch `since` (an integrator's API call) found these licences
+   * disconnected: the view says so too, unless the session or the broker changed meanwhile.
+   */
+  noteDisconnected(
+    found: readonly { readonly id: string; readonly reason: DisconnectedReason | null }[],
+    since: number,
+  ): Promise<void>;
 }

@@ -39,6 +39,19 @@ export function startBackground(): void {
           if (area === 'managed') listener();
         }),
     },
+    action: {
+      setBadgeText: (details) => browser.action.setBadgeText(details),
+      setBadgeBackgroundColor: (details) => browser.action.setBadgeBackgroundColor(details),
+      setTitle: (details) => browser.action.setTitle(details),
+    },
+    message: (key, ...substitutions) => browser.i18n.getMessage(key, substitutions),
+    alarms: {
+      create: (name, info) => browser.alarms.create(name, info),
+      get: (name) => browser.alarms.get(name),
+      clear: (name) => browser.alarms.clear(name),
+      onAlarm: (listener) => browser.alarms.onAlarm.addListener(listener),
+    },
+    random: () => Math.random(),
     keepAlive: () => {
       // An extension API call resets the service worker's idle timer; the user may spend
       // minutes on the provider's pages, and the flow's result lives in this worker's memory.

@@ -4,19 +4,23 @@ import type { Handlers } from '../messaging.ts';
 import { NOT_MANAGED, effectiveSettings, parseManaged, type ManagedSettings } from '../managed.ts';
 import { ProblemError } from '../problems.ts';
 import type { PersistedState } from '../state/persisted.ts';
-import type { FlowState, View } from '../state/view.ts';
+import type { FlowState, View, ViewStore } from '../state/view.ts';
 import { createApiCalls } from './api-calls.ts';
 import { createChangeFeed, publishingChanges, type ChangeFeed } from './api-changes.ts';
+import { createBadge } from './badge.ts';
 import { createBrokerClient, type BrokerClient } from './broker-client.ts';
 import type { BackgroundCore, BackgroundDeps } from './core.ts';
 import { createFlowRunner } from './flow-runner.ts';
 import { createSettings } from './settings.ts';
+import { createStatusCheck } from './status-check.ts';
 import { createSync } from './sync.ts';
 
 /**
  * The background, composed: the core its parts share (the settings in force, the session token,
- * the broker client, the epoch), the organisation's policy as it is read and changes, and the
- * message maps over the parts (sync.ts, flow-runner.ts, settings.ts, api-calls.ts).
+ * the broker client, the epoch), the organisation's policy as it is read and changes, the message
+ * maps over the parts (sync.ts, flow-runner.ts, settings.ts, api-calls.ts), and what follows each
+ * write of the view: the API's change feed, the toolbar badge (badge.ts) and the status check's
+ * alarm (status-check.ts).
  */
 export interface Background {
   readonly handlers: Handlers;
@@ -30,12 +34,42 @@ export interface Background {
   idle(): Promise<void>;
 }
 
+/** `view`, with `then` told of each view written before the writer goes on. */
+function following(view: ViewStore, then: (written: View) => Promise<void>): ViewStore {
+  return {
+    read: () => view.read(),
+    async update(change) {
+      const written = await view.update(change);
+      await then(written);
+      return written;
+    },
+  };
+}
+
 export function createBackground(deps: BackgroundDeps): Background {
   const { state, now } = deps;
-  const changes = createChangeFeed();
-  // Every part writes the view through this: what a write changed reaches the API's listeners.
-  const view = publishingChanges(deps.view, changes.publish);
   const log = deps.log ?? (() => undefined);
+  /** The organisation's settings, as last read; they win over the user's (managed.ts). */
+  let managed: ManagedSettings = NOT_MANAGED;
+  const changes = createChangeFeed();
+  const badge =
+    deps.action &&
+    createBadge({ action: deps.action, message: deps.message ?? ((key) => key), log });
+  const statusCheck =
+    deps.alarms &&
+    createStatusCheck({
+      alarms: deps.alarms,
+      now,
+      random: deps.random ?? Math.random,
+      managed: () => managed,
+      log,
+    });
+  // Every part writes the view through this: what a write changed reaches the API's listeners,
+  // the badge shows what the view says, and the status check runs while there is a session.
+  const view = following(publishingChanges(deps.view, changes.publish), async (written) => {
+    await badge?.show(written);
+    await statusCheck?.follow(written);
+  });
   const running = new Set<Promise<unknown>>();
   /** Bumped whenever the session or the broker changes: late results of older work are dropped. */
   let epoch = 0;
@@ -45,9 +79,6 @@ export function createBackground(deps: BackgroundDeps): Background {
     void work.finally(() => running.delete(work)).catch(() => undefined);
     return work;
   }
-
-  /** The organisation's settings, as last read; they win over the user's (managed.ts). */
-  let managed: ManagedSettings = NOT_MANAGED;
   const inForce = (s: PersistedState) => effectiveSettings(s.settings, managed);
   const brokerUrlOf = (s: PersistedState) => inForce(s).brokerUrl ?? deps.buildBrokerUrl;
   const tokenOf = (s: PersistedState) =>
@@ -89,8 +120,18 @@ export function createBackground(deps: BackgroundDeps): Background {
     newEpoch: () => void (epoch += 1),
     refresh: () => sync.refresh(),
     endSession: (notice) => sync.endSession(notice),
+    noteDisconnected: (found, since) => sync.noteDisconnected(found, since),
   };
   const sync = createSync(core);
+
+  // Added now, while the worker starts: the alarm may be the event that woke it.
+  deps.alarms?.onAlarm((alarm) => {
+    if (statusCheck === undefined) return;
+    void track(ready.then(() => statusCheck.fired(alarm.name, sync.refresh))).catch(
+      (error: unknown) =>
+        log('check.failed', { error: error instanceof Error ? error.name : 'unknown' }),
+    );
+  });
 
   async function readManaged(): Promise<ManagedSettings> {
     let raw: unknown = {};
@@ -109,6 +150,7 @@ export function createBackground(deps: BackgroundDeps): Background {
     const s = await state.read();
     const before = brokerUrlOf(s);
     managed = await readManaged();
+    await statusCheck?.policyChanged();
     const brokerChanged = brokerUrlOf(s) !== before;
     if (brokerChanged) epoch += 1;
     await view.update((v) => ({

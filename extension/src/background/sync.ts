@@ -1,4 +1,4 @@
-import type { Connection } from '@baton/shared';
+import type { Connection, DisconnectedReason } from '@baton/shared';
 import { toProblem, type Problem } from '../problems.ts';
 import type { PersistedState } from '../state/persisted.ts';
 import type { ConnectionView, Notice, View } from '../state/view.ts';
@@ -133,6 +133,46 @@ export function createSync(core: BackgroundCore) {
     await view.update((v) => signedOut(v, after));
   }
 
+  /**
+   * What an integrator's API call found: licences the view shows connected are disconnected.
+   * Shown as the refresh shows them (the last user record kept), so the popup, the badge and the
+   * change feed hear of it without waiting for the next refresh. Dropped when the session or the
+   * broker changed since the call began, and when the view already says so.
+   */
+  async function noteDisconnected(
+    found: readonly { readonly id: string; readonly reason: DisconnectedReason | null }[],
+    since: number,
+  ): Promise<void> {
+    const news = (v: View) =>
+      found.filter((f) => v.connections.some((c) => c.id === f.id && c.status === 'connected'));
+    if (core.epoch() !== since || news(await view.read()).length === 0) return;
+    let noted = 0;
+    await view.update((v) => {
+      if (core.epoch() !== since) return v;
+      const fresh = news(v);
+      noted = fresh.length;
+      return {
+        ...v,
+        connections: v.connections.map((c) => {
+          const f = fresh.find((x) => x.id === c.id);
+          if (f === undefined) return c;
+          return {
+            ...c,
+            status: 'disconnected',
+            accessExpiresAt: null,
+            disconnectedReason: f.reason,
+            user: {
+              status: 'failed',
+              problem: { code: 'reauthorization_required' },
+              ...(c.user.record !== undefined && { record: c.user.record }),
+            },
+          };
+        }),
+      };
+    });
+    if (noted > 0) core.log('api.found_disconnected', { count: noted });
+  }
+
   async function disconnect(connectionId: string): Promise<View> {
     const s = await state.read();
     const token = core.tokenOf(s);
@@ -182,5 +222,5 @@ export function createSync(core: BackgroundCore) {
     }));
   }
 
-  return { refresh, endSession, disconnect, signOut };
+  return { refresh, endSession, noteDisconnected, disconnect, signOut };
 }

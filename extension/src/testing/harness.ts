@@ -1,7 +1,10 @@
 import { IDBFactory } from 'fake-indexeddb';
+import { readFileSync } from 'node:fs';
 import { fakeBrowser } from 'wxt/testing/fake-browser';
 import { hostPermissionFor } from '../broker-url.ts';
+import type { MessageKey, Messages } from '../background/badge.ts';
 import { createBackground, type Background } from '../background/service.ts';
+import { STATUS_CHECK_ALARM } from '../background/status-check.ts';
 import { createStateStore, definePersistedStateItem, type StateStore } from '../state/persisted.ts';
 import { lastViewCache, lastViewItem } from '../state/last-view.ts';
 import { indexedDbSessionVault, type SessionVault } from '../state/session-vault.ts';
@@ -83,6 +86,33 @@ export interface Harness {
   api: Background['api'];
   /** The storage writes since start-up, and the worker's death after some of them. */
   readonly writes: Writes;
+  /** The toolbar icon as the user sees it (fakeBrowser.action). */
+  badge(): Promise<{ text: string; title: string; color: string }>;
+  /** The status check's alarm as the browser holds it (fakeBrowser.alarms), if any. */
+  checkAlarm(): Promise<{ scheduledTime: number; periodInMinutes?: number } | undefined>;
+  /**
+   * The browser fires the status check's alarm: the clock moves to its time, the background's
+   * listener runs, and this resolves once the check is done. Throws when no alarm is set.
+   */
+  fireCheck(): Promise<void>;
+}
+
+/** The extension's messages in `locale`, as `i18n.getMessage` gives them (placeholders filled). */
+export function messagesIn(locale: 'en' | 'fr' | 'nl'): Messages {
+  const catalog = JSON.parse(
+    readFileSync(new URL(`../../public/_locales/${locale}/messages.json`, import.meta.url), 'utf8'),
+  ) as Record<
+    MessageKey,
+    { message: string; placeholders?: Record<string, { content: string }> } | undefined
+  >;
+  return (key, ...substitutions) => {
+    const entry = catalog[key];
+    if (entry === undefined) return '';
+    return entry.message.replace(/\$([A-Za-z_]+)\$/g, (_all, name: string) => {
+      const content = entry.placeholders?.[name.toLowerCase()]?.content ?? '';
+      return content.replace(/\$(\d)/g, (_d, n: string) => substitutions[Number(n) - 1] ?? '');
+    });
+  };
 }
 
 /**
@@ -162,13 +192,21 @@ export async function createHarness(
      * browser empties), instead of a fresh profile.
      */
     restart?: boolean;
+    /** The language of the browser's UI, hence of the badge's title (default en). */
+    uiLocale?: 'en' | 'fr' | 'nl';
+    /** The status check's jitter draws (default 0.5: the period itself). */
+    random?: () => number;
   } = {},
 ): Promise<Harness> {
   writes.log = [];
   writes.left = Infinity;
   writes.held = null;
-  if (options.restart === true) await fakeBrowser.storage.session.clear();
-  else {
+  if (options.restart === true) {
+    // The new worker's listeners replace the old one's; the alarms and the badge stay, as in
+    // the browser. storage.session is emptied (the browser restarted).
+    await fakeBrowser.storage.session.clear();
+    (fakeBrowser.alarms.onAlarm as unknown as { removeAllListeners(): void }).removeAllListeners();
+  } else {
     fakeBrowser.reset();
     indexedDb = new IDBFactory();
   }
@@ -205,6 +243,15 @@ export async function createHarness(
       onChange: (listener) => listeners.push(listener),
     },
     ...(options.verifier !== undefined && { createVerifier: options.verifier }),
+    action: fakeBrowser.action,
+    message: messagesIn(options.uiLocale ?? 'en'),
+    alarms: {
+      create: (name, info) => fakeBrowser.alarms.create(name, info),
+      get: (name) => fakeBrowser.alarms.get(name),
+      clear: (name) => fakeBrowser.alarms.clear(name),
+      onAlarm: (listener) => fakeBrowser.alarms.onAlarm.addListener(listener),
+    },
+    random: options.random ?? (() => 0.5),
     log: (event, fields) => events.push([event, fields]),
   });
   await background.ready;
@@ -220,6 +267,26 @@ export async function createHarness(
     view: () => view.read(),
     send: background.handlers,
     api: background.api,
+    async badge() {
+      const [text, title, color] = await Promise.all([
+        fakeBrowser.action.getBadgeText({}),
+        fakeBrowser.action.getTitle({}),
+        fakeBrowser.action.getBadgeBackgroundColor({}),
+      ]);
+      const hex = color
+        .slice(0, 3)
+        .map((part: number) => part.toString(16).padStart(2, '0'))
+        .join('');
+      return { text, title, color: `#${hex.toUpperCase()}` };
+    },
+    checkAlarm: () => fakeBrowser.alarms.get(STATUS_CHECK_ALARM),
+    async fireCheck() {
+      const alarm = await fakeBrowser.alarms.get(STATUS_CHECK_ALARM);
+      if (alarm === undefined) throw new Error('no status check alarm is set');
+      clock.now = Math.max(clock.now, alarm.scheduledTime);
+      await fakeBrowser.alarms.onAlarm.trigger(alarm);
+      await background.idle();
+    },
     writes: {
       get log() {
         return writes.log;
