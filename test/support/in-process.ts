@@ -34,7 +34,12 @@ export interface Broker {
  */
 export async function startInProcess(
   env: Record<string, string>,
-  options: { now: () => number; metrics?: boolean },
+  options: {
+    now: () => number;
+    metrics?: boolean;
+    /** The store as the broker uses it: a test's wrapper around the real one (test/soak's defects). */
+    wrapStore?: (store: Store) => Store;
+  },
 ): Promise<Broker> {
   const server: Server = configureServer(createServer());
   server.listen(0, '127.0.0.1');
@@ -52,7 +57,8 @@ export async function startInProcess(
   );
   redis.client.on('error', () => {});
   await redis.client.connect();
-  const stores = storeDeps(redis);
+  const real = storeDeps(redis);
+  const stores = options.wrapStore ? { ...real, store: options.wrapStore(real.store) } : real;
   // As main.ts does: the store brought to this release's data format before anything is served.
   await upgradeFormat(stores.store, now);
   const { store } = stores;

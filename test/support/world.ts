@@ -29,6 +29,14 @@ interface Parts<R> {
   providerUrl: string;
   clock: TestClock | undefined;
   tls?: { certificate: TestCertificate; terminator: TlsTerminator };
+  front?: ProviderFront;
+}
+
+/** A server of the test's own in front of the sandbox (WorldOptions.front). */
+export interface ProviderFront {
+  /** Its address: the provider's, as brokers and browsers see it (every api_url starts with it). */
+  url: string;
+  close(): Promise<void>;
 }
 
 export interface WorldOptions<R> {
@@ -42,6 +50,11 @@ export interface WorldOptions<R> {
   redis?: RedisTopology<R>;
   /** The sandbox behind a TLS terminator with a certificate made for the run, as production has it. */
   tls?: boolean;
+  /**
+   * A server in front of the sandbox (test/soak's recording proxy), started with the sandbox's own
+   * address: the provider's address becomes its own, as with `tls` (not both).
+   */
+  front?: (sandboxUrl: string) => Promise<ProviderFront>;
   /** The one origin every broker answers for (behind a balancer). Default: each its own address. */
   publicUrl?: string;
   /** Ports of brokers started later whose callbacks the provider must accept from the start. */
@@ -221,6 +234,7 @@ export class World<R = RedisServer> {
       await broker.stop('SIGKILL');
     }
     await this.parts.tls?.terminator.close();
+    await this.parts.front?.close();
     await this.sandbox.close();
     if (this.parts.tls) await removeCertificate(this.parts.tls.certificate);
     await this.parts.topology.stop(this.redis);
@@ -248,6 +262,7 @@ export async function startWorld<R = RedisServer>(
   const brokers = options.brokers ?? { inProcess: 1 };
   const inProcess = 'inProcess' in brokers;
   const clock = options.clock ?? (inProcess ? new TestClock() : undefined);
+  if (options.tls && options.front) throw new Error('a world has TLS or a front, not both');
   const topology = (options.redis ?? redisStandalone()) as RedisTopology<R>;
   const redis = await topology.start();
   let sandboxUrl = '';
@@ -256,8 +271,10 @@ export async function startWorld<R = RedisServer>(
     clients: [],
     ...options.sandbox,
     ...(clock ? { now: clock.now } : {}),
-    ...(options.tls ? { publicUrl: () => sandboxUrl } : {}),
+    ...(options.tls || options.front ? { publicUrl: () => sandboxUrl } : {}),
   });
+  const front = await options.front?.(sandbox.url);
+  if (front) sandboxUrl = front.url;
   let tls: { certificate: TestCertificate; terminator: TlsTerminator } | undefined;
   if (options.tls) {
     const certificate = await selfSignedCertificate();
@@ -269,8 +286,9 @@ export async function startWorld<R = RedisServer>(
     clock,
     redis,
     sandbox,
-    providerUrl: tls?.terminator.url ?? sandbox.url,
+    providerUrl: tls?.terminator.url ?? front?.url ?? sandbox.url,
     ...(tls ? { tls } : {}),
+    ...(front ? { front } : {}),
   });
   try {
     if (inProcess) for (let i = 0; i < brokers.inProcess; i++) await world.startBroker();

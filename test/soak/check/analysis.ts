@@ -1,0 +1,226 @@
+/**
+ * What the invariants share, derived once from a history: each grant's chain of token requests
+ * and what it became, each connection's grants, the fault windows, when each instance could not
+ * answer, and the brokers' log lines that name a connection.
+ */
+import type { TokenRequest } from '../provider-tap.ts';
+import type { FaultRecord, FlowRecord, History, License } from '../history.ts';
+
+export type Invariant = 'C1' | 'C2' | 'C3' | 'C4' | 'C5' | 'C6';
+
+export interface Violation {
+  invariant: Invariant;
+  /** A short name of what broke, the same for every case of it (the report groups by it). */
+  what: string;
+  /** The case: which connection, call, key... */
+  detail: string;
+  at?: number;
+  /** Log lines (brokers', the nemesis's) that show it. */
+  trace?: string[];
+}
+
+/** A loss the invariants allow because the docs name its window: counted, named, traced. */
+export interface Explained {
+  invariant: Invariant;
+  window: string;
+  detail: string;
+  at?: number;
+  trace?: string[];
+}
+
+/**
+ * Documented windows in which a rotated pair may be lost (docs/operations.md, the spec's lost
+ * answer), by the name the report gives them.
+ */
+export const WINDOWS = {
+  plannedLostAnswer:
+    "a planned lost answer (the provider rotated, then dropped the answer: the spec's reuse then fails)",
+  undelivered:
+    'the answer never reached its broker (it went away, or gave up at its token timeout)',
+  killedHolder:
+    "a broker killed between the provider's answer and its write (the pair was in no one else's hands)",
+  pausedHolder:
+    'a broker paused past its lease while holding the answer (its successor presented the same token)',
+  failover:
+    'a failover lost a write no replica had acknowledged (docs/operations.md, Redis durability)',
+  storeDown: 'the store stayed down for the whole lease (refresh/rotated.ts)',
+} as const;
+
+export interface Chain {
+  /** The authorization code it started with (never printed: `label` names it). */
+  code: string;
+  label: string;
+  flow: FlowRecord | undefined;
+  license: License | undefined;
+  /** Every token request presenting its code or one of its refresh tokens, in order sent. */
+  requests: TokenRequest[];
+  /** When the provider revoked it (the tap's revocation, or every grant of its license). */
+  revokedAt: number | undefined;
+  /** The request whose refusal ended it ("already used"), if one did and nothing rotated after. */
+  deadBy: TokenRequest | undefined;
+  /** Rotations after a refusal of a used token: a late holder stored its newer pair (a5afb79). */
+  resurrections: number;
+}
+
+export interface Analysis {
+  history: History;
+  chains: Map<string, Chain>;
+  /** Each connection id's grants (chains), in the order they were authorized. */
+  chainsOf: Map<string, Chain[]>;
+  /** The connection a chain belongs to. */
+  connectionOf: Map<string, { session: string; connection: string }>;
+  /** Whether instance `index` could not answer at some point in [from, to]. */
+  unavailable(index: number, from: number, to: number): boolean;
+  /** The faults of `kind` (or any) active at `at` (from injection to the end of the heal). */
+  activeFaults(at: number, kind?: string): FaultRecord[];
+  /** The brokers' log lines that name `text`, each with its instance. */
+  linesNaming(text: string): string[];
+  /**
+   * What the brokers logged about a connection (`"connection":"<id>"`: refreshes, disconnections,
+   * late holders...), or, when they logged nothing of it, every line naming it (access lines); in
+   * time order, within [from, to] when given.
+   */
+  linesAbout(connection: string, from?: number, to?: number): string[];
+  /** Lines matching `pattern`, with the time each was logged (ms on the soak's clock, approximate). */
+  linesMatching(pattern: RegExp): { at: number | undefined; line: string }[];
+}
+
+const USED = /already used/i;
+
+export function analyse(history: History): Analysis {
+  const chains = new Map<string, Chain>();
+  const flowsByCode = new Map<string, FlowRecord>();
+  for (const flow of history.flows) if (flow.code !== undefined) flowsByCode.set(flow.code, flow);
+  const chainOf = (code: string): Chain => {
+    let chain = chains.get(code);
+    if (!chain) {
+      const flow = flowsByCode.get(code);
+      chain = {
+        code,
+        label: `grant ${chains.size + 1}`,
+        flow,
+        license: flow?.license,
+        requests: [],
+        revokedAt: undefined,
+        deadBy: undefined,
+        resurrections: 0,
+      };
+      chains.set(code, chain);
+    }
+    return chain;
+  };
+  for (const request of history.tokens)
+    if (request.chain !== undefined) chainOf(request.chain).requests.push(request);
+  for (const flow of history.flows) if (flow.code !== undefined) chainOf(flow.code);
+
+  for (const chain of chains.values()) {
+    const started = chain.requests[0]?.start ?? chain.flow?.start ?? 0;
+    const revocations = history.revocations.filter(
+      (revocation) =>
+        (revocation.chain === chain.code ||
+          (revocation.license !== undefined && revocation.license === chain.license)) &&
+        (revocation.chain !== undefined || revocation.at >= started),
+    );
+    chain.revokedAt = revocations[0]?.at;
+    // A refusal of a used token ends the chain, unless something rotated after it.
+    let dead: TokenRequest | undefined;
+    for (const request of chain.requests) {
+      if (request.outcome === 'rejected' && USED.test(request.description ?? '')) dead ??= request;
+      else if (request.outcome === 'rotated' && dead && request.start > dead.start) {
+        chain.resurrections++;
+        dead = undefined;
+      }
+    }
+    chain.deadBy = dead;
+  }
+
+  const chainsOf = new Map<string, Chain[]>();
+  const connectionOf = new Map<string, { session: string; connection: string }>();
+  for (const flow of history.flows) {
+    if (flow.connection === undefined || flow.code === undefined) continue;
+    if (
+      flow.outcome !== 'created' &&
+      flow.outcome !== 'reconnected' &&
+      flow.outcome !== 'prefilled'
+    )
+      continue;
+    const list = chainsOf.get(flow.connection) ?? [];
+    list.push(chainOf(flow.code));
+    chainsOf.set(flow.connection, list);
+    connectionOf.set(flow.code, { session: flow.session, connection: flow.connection });
+  }
+
+  const down: { instance: number; from: number; to: number }[] = [];
+  for (const instance of new Set(history.lives.map((life) => life.instance))) {
+    const lives = history.lives
+      .filter((life) => life.instance === instance)
+      .sort((a, b) => a.started - b.started);
+    for (const [index, life] of lives.entries()) {
+      if (life.ended === undefined) continue;
+      // From when its stop signal went (a SIGTERM's drain first closes the listener).
+      const from = life.stopping ?? life.ended;
+      down.push({ instance, from, to: lives[index + 1]?.started ?? Infinity });
+    }
+  }
+  for (const pause of history.pauses)
+    down.push({ instance: pause.instance, from: pause.from, to: pause.to ?? Infinity });
+
+  const epoch = history.epoch;
+  const lines = history.logs.map((entry) => ({
+    ...entry,
+    at: lineTime(entry.line, epoch),
+  }));
+
+  return {
+    history,
+    chains,
+    chainsOf,
+    connectionOf,
+    unavailable: (index, from, to) =>
+      down.some((span) => span.instance === index && span.from <= to && span.to >= from),
+    activeFaults: (at, kind) =>
+      history.faults.filter(
+        (fault) =>
+          (kind === undefined || fault.kind === kind) &&
+          fault.start <= at &&
+          (fault.healed ?? Infinity) >= at,
+      ),
+    linesNaming: (text) =>
+      lines
+        .filter((entry) => entry.line.includes(text))
+        .map((entry) => `broker ${entry.instance} (pid ${entry.pid}): ${entry.line}`),
+    linesAbout(connection, from = -Infinity, to = Infinity) {
+      const within = lines
+        .filter((entry) => entry.line.includes(connection))
+        .filter((entry) => entry.at === undefined || (entry.at >= from && entry.at <= to))
+        .sort((a, b) => (a.at ?? 0) - (b.at ?? 0));
+      const about = within.filter((entry) => entry.line.includes(`"connection":"${connection}"`));
+      return (about.length > 0 ? about : within).map(
+        (entry) =>
+          `broker ${entry.instance} (pid ${entry.pid}, ${Math.round(entry.at ?? 0)} ms): ${entry.line}`,
+      );
+    },
+    linesMatching: (pattern) =>
+      lines
+        .filter((entry) => pattern.test(entry.line))
+        .map((entry) => ({
+          at: entry.at,
+          line: `broker ${entry.instance} (pid ${entry.pid}): ${entry.line}`,
+        })),
+  };
+}
+
+/** A pino line's `time`, on the soak's clock (the broker's own clock may have been jumped). */
+function lineTime(line: string, epoch: number): number | undefined {
+  const time = /"time":(\d+)/.exec(line)?.[1];
+  return time === undefined ? undefined : Number(time) - epoch;
+}
+
+/** The p-th percentile (nearest rank) of `values`. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[
+    Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))
+  ]!;
+}

@@ -1,0 +1,296 @@
+/**
+ * C1, no refresh token presented twice, and C2, nothing lost: both read the provider's side of
+ * every grant (the tap's token requests), and share the question of why a used token came back.
+ */
+import type { TokenRequest } from '../provider-tap.ts';
+import { WINDOWS, type Analysis, type Explained, type Violation } from './analysis.ts';
+
+/** Time after a rotation's answer within which a kill of its broker counts as a kill holding it. */
+const KILL_SLACK_MS = 2000;
+
+const UNREPLICATED = /not acknowledged by enough Redis replicas|the store had lost writes/;
+
+/**
+ * Why `second`, a presentation of a refresh token the provider had already rotated at `first`,
+ * happened: a documented window (its name and the lines that show it), or undefined.
+ */
+export function whyReused(
+  analysis: Analysis,
+  first: TokenRequest,
+  second: TokenRequest,
+): { window: string; trace: string[] } | undefined {
+  const { history } = analysis;
+  const connection =
+    first.chain === undefined ? undefined : analysis.connectionOf.get(first.chain)?.connection;
+  const named =
+    connection === undefined
+      ? []
+      : analysis.linesAbout(connection, first.start - 5000, second.start + 10_000).slice(0, 8);
+  if (first.outcome === 'dropped') {
+    const planned = analysis.activeFaults(first.start, 'provider-lost-answer');
+    if (planned.length > 0)
+      return {
+        window: WINDOWS.plannedLostAnswer,
+        trace: [
+          `nemesis: fault ${planned[0]!.seq} ${planned[0]!.kind} (${planned[0]!.note ?? ''})`,
+          ...named,
+        ],
+      };
+  }
+  const answered = first.end ?? first.answered ?? first.start;
+  const killed = history.lives.find(
+    (life) =>
+      life.pid === first.pid &&
+      life.how === 'SIGKILL' &&
+      life.ended !== undefined &&
+      life.ended >= first.start &&
+      life.ended <= answered + KILL_SLACK_MS,
+  );
+  if (killed)
+    return {
+      window: WINDOWS.killedHolder,
+      trace: [
+        `nemesis: broker ${killed.instance} (pid ${killed.pid}) SIGKILL at ${killed.ended} ms; its refresh ${first.seq} was answered at ${answered} ms`,
+        ...named,
+      ],
+    };
+  const paused = history.pauses.find(
+    (pause) =>
+      pause.pid === first.pid &&
+      pause.from <= second.start &&
+      (pause.to ?? Infinity) >= first.start,
+  );
+  if (paused)
+    return {
+      window: WINDOWS.pausedHolder,
+      trace: [
+        `nemesis: broker ${paused.instance} (pid ${paused.pid}) SIGSTOP from ${paused.from} to ${paused.to} ms; its refresh ${first.seq} started at ${first.start} ms`,
+        ...named,
+      ],
+    };
+  if (first.outcome === 'rotated' && first.delivered === false)
+    return {
+      window: WINDOWS.undelivered,
+      trace: [
+        `tap: token request ${first.seq} rotated at ${first.answered} ms, not delivered`,
+        ...named,
+      ],
+    };
+  const redisFaults = history.faults.filter(
+    (fault) =>
+      fault.kind.startsWith('redis-') &&
+      fault.start <= second.start &&
+      (fault.healed ?? Infinity) >= first.start,
+  );
+  const unreplicated = analysis
+    .linesMatching(UNREPLICATED)
+    .filter(
+      (entry) =>
+        entry.at === undefined ||
+        (entry.at >= first.start - 2000 && entry.at <= second.start + 2000),
+    );
+  if (redisFaults.length > 0 && unreplicated.length > 0)
+    return {
+      window: WINDOWS.failover,
+      trace: [
+        ...redisFaults.map(
+          (fault) => `nemesis: fault ${fault.seq} ${fault.kind} on ${fault.target}`,
+        ),
+        ...unreplicated.slice(0, 3).map((entry) => entry.line),
+        ...named,
+      ],
+    };
+  const storeDown = named.filter((line) => line.includes('a rotated pair is lost'));
+  if (storeDown.length > 0) return { window: WINDOWS.storeDown, trace: storeDown };
+  return undefined;
+}
+
+/** C1: each refresh token presented once, but where a documented window explains a second. */
+export function checkRotation(analysis: Analysis): {
+  violations: Violation[];
+  explained: Explained[];
+} {
+  const violations: Violation[] = [];
+  const explained: Explained[] = [];
+  const byToken = new Map<string, TokenRequest[]>();
+  for (const request of analysis.history.tokens) {
+    if (request.grant !== 'refresh_token') continue;
+    const list = byToken.get(request.presented) ?? [];
+    list.push(request);
+    byToken.set(request.presented, list);
+  }
+  for (const presentations of byToken.values()) {
+    for (const [index, second] of presentations.entries()) {
+      const first = presentations
+        .slice(0, index)
+        .find((earlier) => earlier.outcome === 'rotated' || earlier.outcome === 'dropped');
+      if (!first) continue;
+      const where = describe(analysis, second);
+      if (second.outcome === 'rotated') {
+        violations.push({
+          invariant: 'C1',
+          what: 'the provider accepted a used refresh token',
+          detail: `${where}: token request ${second.seq} rotated a token request ${first.seq} had used`,
+          at: second.start,
+        });
+        continue;
+      }
+      const why = whyReused(analysis, first, second);
+      if (why)
+        explained.push({
+          invariant: 'C1',
+          window: why.window,
+          detail: `${where}: token request ${second.seq} presented the refresh token request ${first.seq} had used (${second.outcome})`,
+          at: second.start,
+          trace: why.trace,
+        });
+      else
+        violations.push({
+          invariant: 'C1',
+          what: 'a refresh token presented twice',
+          detail: `${where}: token request ${second.seq} (pid ${second.pid}, at ${second.start} ms) presented the refresh token that request ${first.seq} (pid ${first.pid}, at ${first.start} ms, ${first.outcome}, delivered ${first.delivered}) had already used`,
+          at: second.start,
+          trace: connectionTrace(analysis, second),
+        });
+    }
+  }
+  return { violations, explained };
+}
+
+/**
+ * C2, nothing lost: no grant ends by a used token's refusal outside a documented window, no
+ * session or connection disappears, and at the end every connection whose grant stands is
+ * connected and answers on every instance, every session valid on every instance.
+ */
+export function checkLoss(analysis: Analysis): { violations: Violation[]; explained: Explained[] } {
+  const violations: Violation[] = [];
+  const explained: Explained[] = [];
+  const { history } = analysis;
+  const lost = new Set<string>();
+
+  for (const chain of analysis.chains.values()) {
+    const dead = chain.deadBy;
+    if (!dead || (chain.revokedAt !== undefined && chain.revokedAt <= dead.start)) continue;
+    const where = describe(analysis, dead);
+    const first = history.tokens.find(
+      (request) =>
+        request.presented === dead.presented &&
+        request.start < dead.start &&
+        (request.outcome === 'rotated' || request.outcome === 'dropped'),
+    );
+    const why = first && whyReused(analysis, first, dead);
+    if (why) {
+      explained.push({
+        invariant: 'C2',
+        window: why.window,
+        detail: `${where}: its grant ended at token request ${dead.seq}`,
+        at: dead.start,
+        trace: why.trace,
+      });
+      lost.add(chain.code);
+    } else
+      violations.push({
+        invariant: 'C2',
+        what: 'a grant lost',
+        detail: `${where}: its grant ended at token request ${dead.seq} (${dead.description ?? dead.outcome}) outside any documented window`,
+        at: dead.start,
+        trace: connectionTrace(analysis, dead),
+      });
+  }
+
+  for (const session of history.sessions) {
+    // A sign-out that failed midway may have ended the session: that one was asked for.
+    if (session.lost === undefined || (session.signOutSent ?? Infinity) <= session.lost) continue;
+    violations.push({
+      invariant: 'C2',
+      what: 'a session lost',
+      detail: `session ${session.label} (user ${session.user}) stopped being valid at ${session.lost} ms without a sign-out`,
+      at: session.lost,
+    });
+  }
+
+  for (const call of history.calls) {
+    if (call.error !== 'not_found' || call.afterSignOut !== undefined) continue;
+    const removed = history.removals.some(
+      (removal) => removal.connection === call.connection && removal.start <= call.start,
+    );
+    if (!removed)
+      violations.push({
+        invariant: 'C2',
+        what: 'a connection vanished',
+        detail: `connection ${call.connection} (session ${call.session}) answered not_found at ${call.start} ms through instance ${call.instance}, never removed`,
+        at: call.start,
+        trace: analysis.linesAbout(call.connection).slice(-6),
+      });
+  }
+
+  // A connection answered as needing authorization: its grant was refused or revoked by then.
+  for (const call of history.calls) {
+    if (call.error !== 'reauthorization_required') continue;
+    const chains = (analysis.chainsOf.get(call.connection) ?? []).filter(
+      (chain) => (chain.flow?.start ?? 0) <= call.start,
+    );
+    const current = chains.at(-1);
+    const refused =
+      current !== undefined &&
+      ((current.revokedAt !== undefined && current.revokedAt <= call.end) ||
+        current.requests.some(
+          (request) =>
+            (request.outcome === 'rejected' || request.outcome === 'revoked') &&
+            request.start <= call.end,
+        ));
+    if (!refused)
+      violations.push({
+        invariant: 'C2',
+        what: 'disconnected while its grant stood',
+        detail: `connection ${call.connection} (session ${call.session}) answered reauthorization_required at ${Math.round(call.start)} ms through instance ${call.instance}, and the provider had refused nothing of its grant`,
+        at: call.start,
+        trace: analysis.linesAbout(call.connection).slice(-8),
+      });
+  }
+
+  const seen = new Set<string>();
+  for (const probe of history.connectionProbes) {
+    if (seen.has(`${probe.connection}:${probe.instance}`)) continue;
+    seen.add(`${probe.connection}:${probe.instance}`);
+    const chains = analysis.chainsOf.get(probe.connection) ?? [];
+    const current = chains.at(-1);
+    if (!current) continue;
+    const revoked = current.revokedAt !== undefined;
+    if (revoked || current.deadBy !== undefined || lost.has(current.code)) continue;
+    const good =
+      probe.listed === 'connected' && probe.status === 200 && probe.gotLicense === probe.license;
+    if (!good)
+      violations.push({
+        invariant: 'C2',
+        what: 'a connection not connected at the end',
+        detail: `connection ${probe.connection} (session ${probe.session}, ${probe.license}) on instance ${probe.instance}: listed ${probe.listed}${probe.reason ? ` (${probe.reason})` : ''}, users.me ${probe.status}${probe.error ? ` ${probe.error}` : ''}`,
+        trace: analysis.linesAbout(probe.connection).slice(-8),
+      });
+  }
+  for (const probe of history.sessionProbes)
+    if (probe.status !== 200)
+      violations.push({
+        invariant: 'C2',
+        what: 'a session not valid at the end',
+        detail: `session ${probe.session} on instance ${probe.instance}: GET /connections ${probe.status}${probe.error ? ` ${probe.error}` : ''}`,
+      });
+  return { violations, explained };
+}
+
+/** Which connection and session a token request was for, as the report says it. */
+function describe(analysis: Analysis, request: TokenRequest): string {
+  const owner = request.chain === undefined ? undefined : analysis.connectionOf.get(request.chain);
+  return owner
+    ? `connection ${owner.connection} (session ${owner.session})`
+    : (analysis.chains.get(request.chain ?? '')?.label ?? 'a grant the tap never saw start');
+}
+
+function connectionTrace(analysis: Analysis, request: TokenRequest): string[] {
+  const owner = request.chain === undefined ? undefined : analysis.connectionOf.get(request.chain);
+  return owner
+    ? analysis
+        .linesAbout(owner.connection, request.start - 15_000, request.start + 10_000)
+        .slice(-10)
+    : [];
+}

@@ -1,0 +1,477 @@
+/**
+ * The checker on histories made by hand: a clean one passes every invariant, and each defect
+ * written into one is caught by the invariant that owns it (and only named, not failed, where a
+ * documented window explains it).
+ */
+import { describe, expect, it } from 'vitest';
+import { check, type Verdict } from './checker.ts';
+import type { Delivery } from './event-log.ts';
+import type { CallRecord, History } from './history.ts';
+import type { TokenRequest } from './provider-tap.ts';
+
+const REF = 'ses_session0';
+
+function token(seq: number, fields: Partial<TokenRequest>): TokenRequest {
+  return {
+    seq,
+    grant: 'refresh_token',
+    presented: `rt${seq}`,
+    chain: 'code1',
+    pid: 100,
+    start: seq * 1000,
+    answered: seq * 1000 + 10,
+    end: seq * 1000 + 11,
+    status: 200,
+    issued: { accessToken: `at${seq + 1}`, refreshToken: `rt${seq + 1}` },
+    delivered: true,
+    outcome: 'rotated',
+    ...fields,
+  };
+}
+
+function call(fields: Partial<CallRecord>): CallRecord {
+  return {
+    user: 0,
+    session: 'u0.0',
+    connection: 'c1',
+    license: 'lic-1001',
+    instance: 0,
+    path: 'users.me',
+    start: 5000,
+    end: 5010,
+    status: 200,
+    gotLicense: 'lic-1001',
+    gotEmail: 'lotte.vermeulen@example.be',
+    ...fields,
+  };
+}
+
+function delivery(id: string, type: string, at: number, fields: Partial<Delivery> = {}): Delivery {
+  return {
+    at,
+    id,
+    verified: true,
+    type,
+    timestamp: new Date(at).toISOString(),
+    sessionRef: REF,
+    ...(type === 'session.ended' ? { connections: ['c1'] } : { connection: 'c1' }),
+    bodyHash: `${id}-body`,
+    ...fields,
+  };
+}
+
+/**
+ * One user's clean life: a sign-in connecting lic-1001 (code1), two refreshes, calls of both
+ * kinds through every instance, the final probes, a sign-out, the events of it all, and Redis
+ * back to its baseline.
+ */
+function clean(): History {
+  return {
+    seed: 'test',
+    topology: 'standalone',
+    epoch: 0,
+    phases: { usersFrom: 0, usersTo: 20_000, healedAt: 15_000, quietUntil: 21_000 },
+    lifetimeS: 6,
+    leaseMs: 6500,
+    sessions: [
+      { label: 'u0.0', user: 0, ref: REF, created: 900, signOutSent: 30_000, signedOut: 30_010 },
+    ],
+    calls: [
+      call({ start: 2000, end: 2010 }),
+      call({ start: 3000, end: 3010, path: 'echo', instance: 1, gotChain: 'code1' }),
+      call({ start: 4000, end: 4010, instance: 2 }),
+    ],
+    flows: [
+      {
+        user: 0,
+        session: 'u0.0',
+        license: 'lic-1001',
+        start: 800,
+        end: 1000,
+        via: [0, 1, 2],
+        code: 'code1',
+        connection: 'c1',
+        outcome: 'created',
+        joined: false,
+      },
+    ],
+    removals: [],
+    signOuts: [
+      {
+        user: 0,
+        session: 'u0.0',
+        instance: 1,
+        start: 30_000,
+        end: 30_010,
+        status: 204,
+        connections: ['c1'],
+      },
+    ],
+    revocations: [],
+    faults: [],
+    lives: [0, 1, 2].map((instance) => ({ instance, pid: 100 + instance, started: 0 })),
+    pauses: [],
+    tokens: [
+      token(0, { grant: 'auth_code', presented: 'code1' }),
+      token(1, { presented: 'rt0' }),
+      token(2, { presented: 'rt1' }),
+    ],
+    api: [],
+    deliveries: [
+      delivery('msg_created', 'connection.created', 1100),
+      delivery('msg_ended', 'session.ended', 30_100),
+    ],
+    connectionProbes: [0, 1, 2].map((instance) => ({
+      session: 'u0.0',
+      connection: 'c1',
+      license: 'lic-1001' as const,
+      instance,
+      listed: 'connected' as const,
+      status: 200,
+      gotLicense: 'lic-1001',
+    })),
+    sessionProbes: [0, 1, 2].map((instance) => ({ session: 'u0.0', instance, status: 200 })),
+    redis: {
+      problems: [],
+      sessionKeys: {},
+      leftBehind: [],
+      undelivered: [],
+      baselineBytes: 900_000,
+      finalBytes: 950_000,
+      expiringBytes: 10_000,
+      keys: 12,
+    },
+    logs: [],
+  };
+}
+
+const verdict = (history: History): Verdict => check(history, { recoveryBoundMs: 30_000 });
+
+/** The violations' names, by invariant. */
+const broken = (history: History): string[] =>
+  verdict(history).violations.map((violation) => `${violation.invariant} ${violation.what}`);
+
+describe('the checker', () => {
+  it('passes a clean history on every invariant', () => {
+    expect(broken(clean())).toEqual([]);
+    expect(verdict(clean()).explained).toEqual([]);
+  });
+
+  describe('C1, each refresh token presented once', () => {
+    it('catches a refresh token presented again after its rotation reached a live broker', () => {
+      const history = clean();
+      history.tokens.push(
+        token(3, {
+          presented: 'rt1',
+          pid: 101,
+          outcome: 'rejected',
+          status: 400,
+          description: 'The refresh token was already used.',
+        }),
+      );
+      expect(broken(history)).toContain('C1 a refresh token presented twice');
+    });
+
+    it('names the second use after a planned lost answer, and the reuse must fail', () => {
+      const history = clean();
+      history.tokens[2] = token(2, { presented: 'rt1', outcome: 'dropped' });
+      delete history.tokens[2]!.delivered;
+      delete history.tokens[2]!.issued;
+      history.tokens.push(
+        token(3, {
+          presented: 'rt1',
+          outcome: 'rejected',
+          status: 400,
+          description: 'The refresh token was already used.',
+        }),
+      );
+      history.faults.push({
+        seq: 0,
+        kind: 'provider-lost-answer',
+        target: 'provider',
+        start: 1500,
+        healStart: 4000,
+        healed: 4000,
+      });
+      const result = verdict(history);
+      expect(result.byInvariant.C1).toBe(0);
+      expect(result.explained.map((entry) => `${entry.invariant} ${entry.window}`)).toEqual([
+        expect.stringMatching(/^C1 a planned lost answer/),
+        expect.stringMatching(/^C2 a planned lost answer/),
+      ]);
+      history.tokens[3] = token(3, { presented: 'rt1' });
+      expect(broken(history)).toContain('C1 the provider accepted a used refresh token');
+    });
+
+    it('names a second use after the first presenter was killed holding the answer', () => {
+      const history = clean();
+      history.lives[0]!.ended = 2050;
+      history.lives[0]!.how = 'SIGKILL';
+      history.tokens.push(
+        token(3, {
+          presented: 'rt1',
+          pid: 101,
+          outcome: 'rejected',
+          status: 400,
+          description: 'The refresh token was already used.',
+        }),
+      );
+      const result = verdict(history);
+      expect(result.byInvariant.C1).toBe(0);
+      expect(result.explained[0]?.window).toMatch(
+        /killed between the provider's answer and its write/,
+      );
+    });
+
+    it('names a late holder paused past its lease, and accepts its reconnection (a5afb79)', () => {
+      const history = clean();
+      history.pauses.push({ instance: 0, pid: 100, from: 2020, to: 12_000 });
+      history.tokens.push(
+        token(3, {
+          presented: 'rt1',
+          pid: 101,
+          start: 9000,
+          outcome: 'rejected',
+          status: 400,
+          description: 'The refresh token was already used.',
+        }),
+      );
+      // The holder wakes, stores its newer pair over the disconnection, and refreshes it later.
+      history.tokens.push(token(13, { presented: 'rt3', pid: 100 }));
+      history.deliveries.splice(
+        1,
+        0,
+        delivery('msg_disconnected', 'connection.disconnected', 9100, {
+          reason: 'refresh_rejected',
+        }),
+        delivery('msg_reconnected', 'connection.reconnected', 12_100),
+      );
+      const result = verdict(history);
+      expect(result.violations).toEqual([]);
+      expect(result.explained[0]?.window).toMatch(/paused past its lease/);
+    });
+  });
+
+  describe('C2, nothing lost', () => {
+    it('catches a grant that ends by the refusal of a used token outside any window', () => {
+      const history = clean();
+      history.tokens.push(
+        token(3, {
+          presented: 'rt1',
+          pid: 101,
+          outcome: 'rejected',
+          status: 400,
+          description: 'The refresh token was already used.',
+        }),
+      );
+      expect(broken(history)).toContain('C2 a grant lost');
+    });
+
+    it('catches a session that stopped being valid without a sign-out', () => {
+      const history = clean();
+      history.sessions[0]!.lost = 7000;
+      expect(broken(history)).toEqual(['C2 a session lost']);
+    });
+
+    it('catches a connection that is not connected at the end on one instance', () => {
+      const history = clean();
+      history.connectionProbes[2] = {
+        ...history.connectionProbes[2]!,
+        listed: 'disconnected',
+        status: 401,
+        error: 'reauthorization_required',
+      };
+      expect(broken(history)).toContain('C2 a connection not connected at the end');
+    });
+
+    it('catches a reauthorization answer while the grant stood, and not one for a revoked grant', () => {
+      const history = clean();
+      history.calls.push(
+        call({ start: 8000, end: 8010, status: 401, error: 'reauthorization_required' }),
+      );
+      expect(broken(history)).toContain('C2 disconnected while its grant stood');
+      history.revocations.push({ at: 7000, by: 'tap', chain: 'code1' });
+      history.connectionProbes = [];
+      expect(broken(history)).not.toContain('C2 disconnected while its grant stood');
+    });
+
+    it('catches a connection that vanished (not_found, never removed)', () => {
+      const history = clean();
+      history.calls.push(call({ start: 8000, end: 8010, status: 404, error: 'not_found' }));
+      expect(broken(history)).toEqual(['C2 a connection vanished']);
+    });
+  });
+
+  describe('C3, every answer documented, with the caller’s own data', () => {
+    it("catches another license's data", () => {
+      const history = clean();
+      history.calls.push(call({ gotLicense: 'lic-2001' }));
+      expect(broken(history)).toEqual(["C3 another license's data"]);
+    });
+
+    it("catches another grant's token at the license API", () => {
+      const history = clean();
+      history.flows.push({
+        ...history.flows[0]!,
+        session: 'u1.0',
+        user: 1,
+        code: 'code2',
+        connection: 'c2',
+      });
+      history.calls.push(call({ path: 'echo', gotChain: 'code2' }));
+      expect(broken(history)).toContain("C3 another grant's data");
+    });
+
+    it('catches a 500, and a 503 without Retry-After, and lets a 503 with it pass', () => {
+      const history = clean();
+      history.calls.push(call({ status: 503, error: 'upstream_unavailable', retryAfter: '1' }));
+      expect(broken(history)).toEqual([]);
+      history.calls.push(call({ status: 500, error: 'server_error' }));
+      history.calls.push(call({ status: 503, error: 'upstream_unavailable' }));
+      expect(broken(history)).toEqual(['C3 a 500', 'C3 a 5xx without Retry-After']);
+    });
+
+    it('catches an old token served after its sign-out, past the grace', () => {
+      const history = clean();
+      history.calls.push(call({ start: 31_000, end: 31_010, afterSignOut: 1000 }));
+      expect(broken(history)).toEqual([]);
+      history.calls.push(call({ start: 35_000, end: 35_010, afterSignOut: 5000 }));
+      history.calls.push(
+        call({ start: 35_000, end: 35_010, afterSignOut: 5000, status: 404, error: 'not_found' }),
+      );
+      expect(broken(history)).toEqual(['C3 served after sign-out', 'C3 served after sign-out']);
+      history.calls.splice(
+        -2,
+        2,
+        call({
+          start: 35_000,
+          end: 35_010,
+          afterSignOut: 5000,
+          status: 401,
+          error: 'invalid_session',
+        }),
+      );
+      expect(broken(history)).toEqual([]);
+    });
+
+    it('lets an instance that was down not answer, and catches a live one that did not', () => {
+      const history = clean();
+      history.calls.push(call({ start: 8000, end: 28_000, status: 0 }));
+      expect(broken(history)).toEqual(['C3 a live instance did not answer']);
+      history.lives[0]!.ended = 7500;
+      history.lives[0]!.how = 'SIGKILL';
+      history.lives.push({ instance: 0, pid: 200, started: 12_000 });
+      expect(broken(history)).toEqual([]);
+    });
+
+    it("lets the license API's own 503 through during its burst only", () => {
+      const history = clean();
+      history.calls.push(call({ start: 8000, end: 8010, status: 503, retryAfter: '1' }));
+      expect(broken(history)).toEqual(["C3 a license API's answer the soak never asked for"]);
+      history.faults.push({
+        seq: 0,
+        kind: 'license-api-503',
+        target: 'provider',
+        start: 7000,
+        healStart: 9000,
+        healed: 9000,
+      });
+      expect(broken(history)).toEqual([]);
+    });
+  });
+
+  describe('C4, one event per change, at least once, in order', () => {
+    it('catches a change without its event', () => {
+      const history = clean();
+      history.deliveries.shift();
+      expect(broken(history)).toContain('C4 a change without its event');
+    });
+
+    it('catches one change recorded twice (two ids)', () => {
+      const history = clean();
+      history.deliveries.splice(1, 0, delivery('msg_created_again', 'connection.created', 1200));
+      expect(broken(history)).toContain('C4 an event out of order or twice');
+    });
+
+    it('accepts the same id delivered again, and catches it with another body', () => {
+      const history = clean();
+      history.deliveries.splice(1, 0, delivery('msg_created', 'connection.created', 1300));
+      expect(broken(history)).toEqual([]);
+      history.deliveries[1] = delivery('msg_created', 'connection.created', 1300, {
+        bodyHash: 'other',
+      });
+      expect(broken(history)).toEqual(['C4 one event id, two bodies']);
+    });
+
+    it('catches events out of order, and an event reporting no change', () => {
+      const history = clean();
+      history.deliveries.unshift(delivery('msg_removed', 'connection.removed', 1050));
+      expect(broken(history)).toContain('C4 an event out of order or twice');
+      const phantom = clean();
+      phantom.deliveries.splice(
+        1,
+        0,
+        delivery('msg_gone', 'connection.disconnected', 5000, { reason: 'refresh_rejected' }),
+      );
+      expect(broken(phantom)).toContain('C4 an event reporting no change');
+    });
+
+    it('catches a delivery that does not verify, and an event after its session ended', () => {
+      const history = clean();
+      history.deliveries[0]!.verified = false;
+      history.deliveries.push(delivery('msg_late', 'connection.removed', 31_000));
+      expect(broken(history)).toEqual([
+        'C4 a delivery that does not verify',
+        'C4 an event after its session ended',
+      ]);
+    });
+  });
+
+  describe('C5, calls succeed again after each heal', () => {
+    it('catches calls that fail longer than the bound after a heal, and not those of the next fault', () => {
+      const history = clean();
+      history.phases.usersTo = 100_000;
+      history.faults.push({
+        seq: 0,
+        kind: 'redis-pause',
+        target: 'master',
+        start: 6000,
+        healStart: 7000,
+        healed: 7100,
+      });
+      history.calls.push(
+        call({
+          start: 45_000,
+          end: 45_010,
+          status: 503,
+          error: 'upstream_unavailable',
+          retryAfter: '1',
+        }),
+      );
+      expect(broken(history)).toEqual(['C5 calls did not recover in time']);
+      history.faults.push({
+        seq: 1,
+        kind: 'redis-latency',
+        target: 'links',
+        start: 40_000,
+        healStart: 50_000,
+        healed: 50_000,
+      });
+      expect(broken(history)).toEqual([]);
+    });
+  });
+
+  describe('C6, nothing unbounded', () => {
+    it('catches a key without a TTL, a session key left after sign-out, and memory not back', () => {
+      const history = clean();
+      history.redis!.problems.push('baton:{sid}:leak: without a TTL (1)');
+      history.redis!.sessionKeys['baton:{sid}:connection:<id>'] = 1;
+      history.redis!.finalBytes = 9_000_000;
+      expect(broken(history)).toEqual([
+        'C6 a key undocumented or without a TTL',
+        'C6 a session key left after sign-out',
+        'C6 Redis memory not back to its baseline',
+      ]);
+    });
+  });
+});
