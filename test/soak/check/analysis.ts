@@ -60,6 +60,8 @@ export interface Chain {
   deadBy: TokenRequest | undefined;
   /** Rotations after a refusal of a used token: a late holder stored its newer pair (a5afb79). */
   resurrections: number;
+  /** Its sign-in was answered (201); false: its POST /session had no answer, it may not be stored. */
+  answered: boolean;
 }
 
 export interface Analysis {
@@ -69,6 +71,11 @@ export interface Analysis {
   chainsOf: Map<string, Chain[]>;
   /** The connection a chain belongs to. */
   connectionOf: Map<string, { session: string; connection: string }>;
+  /**
+   * The grants connection `id` may hold at `at`: from the last one whose sign-in was answered on
+   * (a sign-in without an answer may or may not have replaced it).
+   */
+  inForce(id: string, at: number): Chain[];
   /** Whether instance `index` could not answer at some point in [from, to]. */
   unavailable(index: number, from: number, to: number): boolean;
   /** The faults of `kind` (or any) active at `at` (from injection to the end of the heal). */
@@ -104,6 +111,7 @@ export function analyse(history: History): Analysis {
         revokedAt: undefined,
         deadBy: undefined,
         resurrections: 0,
+        answered: flow?.outcome !== 'unknown',
       };
       chains.set(code, chain);
     }
@@ -136,19 +144,35 @@ export function analyse(history: History): Analysis {
 
   const chainsOf = new Map<string, Chain[]>();
   const connectionOf = new Map<string, { session: string; connection: string }>();
+  const attach = (code: string, session: string, connection: string) => {
+    const list = chainsOf.get(connection) ?? [];
+    list.push(chainOf(code));
+    chainsOf.set(connection, list);
+    connectionOf.set(code, { session, connection });
+  };
+  const stored = (flow: FlowRecord) =>
+    flow.outcome === 'created' || flow.outcome === 'reconnected' || flow.outcome === 'prefilled';
   for (const flow of history.flows) {
-    if (flow.connection === undefined || flow.code === undefined) continue;
-    if (
-      flow.outcome !== 'created' &&
-      flow.outcome !== 'reconnected' &&
-      flow.outcome !== 'prefilled'
-    )
-      continue;
-    const list = chainsOf.get(flow.connection) ?? [];
-    list.push(chainOf(flow.code));
-    chainsOf.set(flow.connection, list);
-    connectionOf.set(flow.code, { session: flow.session, connection: flow.connection });
+    if (flow.connection === undefined || flow.code === undefined || !stored(flow)) continue;
+    attach(flow.code, flow.session, flow.connection);
   }
+  // A sign-in whose POST /session had no answer (or a 5xx) may have stored its grant anyway: in
+  // the connection its session already held for that license, which the broker reconnects in place.
+  for (const flow of history.flows) {
+    if (flow.outcome !== 'unknown' || flow.code === undefined || !flow.joined) continue;
+    const held = history.flows.filter(
+      (earlier) =>
+        stored(earlier) &&
+        earlier.session === flow.session &&
+        earlier.license === flow.license &&
+        earlier.connection !== undefined &&
+        earlier.start < flow.start,
+    );
+    const last = held.at(-1);
+    if (last) attach(flow.code, flow.session, last.connection!);
+  }
+  for (const list of chainsOf.values())
+    list.sort((a, b) => (a.flow?.start ?? 0) - (b.flow?.start ?? 0));
 
   const down: { instance: number; from: number; to: number }[] = [];
   for (const instance of new Set(history.lives.map((life) => life.instance))) {
@@ -176,6 +200,11 @@ export function analyse(history: History): Analysis {
     chains,
     chainsOf,
     connectionOf,
+    inForce(id, at) {
+      const before = (chainsOf.get(id) ?? []).filter((chain) => (chain.flow?.start ?? 0) <= at);
+      const known = before.findLastIndex((chain) => chain.answered);
+      return before.slice(Math.max(0, known));
+    },
     unavailable: (index, from, to) =>
       down.some((span) => span.instance === index && span.from <= to && span.to >= from),
     activeFaults: (at, kind) =>

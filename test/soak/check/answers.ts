@@ -21,9 +21,8 @@ const USER_FACING = new Set(['reauthorization_required', 'invalid_session', 'not
 export function checkAnswers(analysis: Analysis): Violation[] {
   const violations: Violation[] = [];
   const owners = new Map<string, string>();
-  for (const flow of analysis.history.flows)
-    if (flow.code !== undefined && flow.connection !== undefined)
-      owners.set(flow.code, `${flow.session}/${flow.connection}`);
+  for (const [code, owner] of analysis.connectionOf)
+    owners.set(code, `${owner.session}/${owner.connection}`);
   const wrong = (call: CallRecord, what: string, detail: string) =>
     violations.push({
       invariant: 'C3',

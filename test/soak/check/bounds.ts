@@ -31,7 +31,7 @@ export function checkBounds(redis: RedisEnd | undefined): Violation[] {
       invariant: 'C6',
       what: 'a session key left after sign-out',
       detail: `${kind}: ${count} key(s) of signed-out sessions`,
-      trace: redis.leftBehind.filter((line) => line.includes(` ${kind}`)),
+      trace: (redis.leftBehind ?? []).filter((line) => line.includes(` ${kind}`)),
     });
   const growth = redis.finalBytes - redis.baselineBytes - redis.expiringBytes;
   if (growth > MEMORY_SLACK_BYTES)

@@ -227,18 +227,17 @@ export function checkLoss(analysis: Analysis): { violations: Violation[]; explai
   // A connection answered as needing authorization: its grant was refused or revoked by then.
   for (const call of history.calls) {
     if (call.error !== 'reauthorization_required') continue;
-    const chains = (analysis.chainsOf.get(call.connection) ?? []).filter(
-      (chain) => (chain.flow?.start ?? 0) <= call.start,
-    );
-    const current = chains.at(-1);
-    const refused =
-      current !== undefined &&
-      ((current.revokedAt !== undefined && current.revokedAt <= call.end) ||
-        current.requests.some(
-          (request) =>
-            (request.outcome === 'rejected' || request.outcome === 'revoked') &&
-            request.start <= call.end,
-        ));
+    const refused = analysis
+      .inForce(call.connection, call.start)
+      .some(
+        (chain) =>
+          (chain.revokedAt !== undefined && chain.revokedAt <= call.end) ||
+          chain.requests.some(
+            (request) =>
+              (request.outcome === 'rejected' || request.outcome === 'revoked') &&
+              request.start <= call.end,
+          ),
+      );
     if (!refused)
       violations.push({
         invariant: 'C2',
@@ -253,11 +252,12 @@ export function checkLoss(analysis: Analysis): { violations: Violation[]; explai
   for (const probe of history.connectionProbes) {
     if (seen.has(`${probe.connection}:${probe.instance}`)) continue;
     seen.add(`${probe.connection}:${probe.instance}`);
-    const chains = analysis.chainsOf.get(probe.connection) ?? [];
-    const current = chains.at(-1);
-    if (!current) continue;
-    const revoked = current.revokedAt !== undefined;
-    if (revoked || current.deadBy !== undefined || lost.has(current.code)) continue;
+    // Connected at the end is owed only when every grant it may hold stands.
+    const inForce = analysis.inForce(probe.connection, Infinity);
+    if (inForce.length === 0) continue;
+    const stands = (chain: (typeof inForce)[number]) =>
+      chain.revokedAt === undefined && chain.deadBy === undefined && !lost.has(chain.code);
+    if (!inForce.every(stands)) continue;
     const good =
       probe.listed === 'connected' && probe.status === 200 && probe.gotLicense === probe.license;
     if (!good)
