@@ -212,14 +212,16 @@ function puppeteerPage(page: PpPage): UiPage {
   return {
     url: () => page.url(),
     // The popup rebuilds its DOM on every change: an element found a moment before the click may
-    // be replaced by then (Playwright retries that by itself; puppeteer says "detached").
+    // be replaced by then (Playwright retries that by itself; puppeteer says "detached", or, over
+    // BiDi, that the node is "not clickable" when it went between finding and clicking).
     click: async (selector) => {
       for (let attempt = 1; ; attempt++) {
         try {
           await page.click(selector);
           return;
         } catch (error) {
-          if (attempt >= 5 || !/detached|not attached/i.test(String(error))) throw error;
+          if (attempt >= 5 || !/detached|not attached|not clickable/i.test(String(error)))
+            throw error;
         }
       }
     },
