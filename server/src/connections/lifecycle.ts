@@ -4,6 +4,7 @@ import type { Handoffs } from '../oauth/handoff.ts';
 import type { TokenSet } from '../oauth/provider.ts';
 import type { Store } from '../store/types.ts';
 import { eventConnection, type BrokerEvent } from './events.ts';
+import { endSession } from './end-session.ts';
 import type { ConnectionLoader } from './loader.ts';
 import type { ConnectionRecord, ConnectionRepository, LoadedConnection } from './records.ts';
 import { createRefreshBackoff } from './refresh/refresh-backoff.ts';
@@ -92,8 +93,8 @@ export function createLifecycle(deps: {
           : await sessions.create();
       const record = await upsert(sid, payload.apiUrl, payload.tokens);
       // A sign-out that ran meanwhile may have listed the connections before this one was
-      // written: then it is this call's to remove (the sign-out deletes the session first, so
-      // this sees it).
+      // written: then it is this call's to remove (the sign-out deleted the session with what it
+      // listed, so this sees it).
       if (!(await sessions.exists(sid))) {
         await removeOne(sid, record);
         throw invalidSession();
@@ -101,16 +102,12 @@ export function createLifecycle(deps: {
       return { sessionToken: token, record, joined: joined !== null };
     },
 
-    /** DELETE /session: the session first, so that nothing new is written under it, then the rest. */
+    /**
+     * DELETE /session: the session with everything under it (./end-session.ts). A connection a
+     * concurrent POST /session writes after it is that call's to remove (`connect`).
+     */
     async signOut(sid: string): Promise<void> {
-      const ids = await connections.ids(sid);
-      await sessions.destroy(sid, {
-        type: 'session.ended',
-        reason: 'signed_out',
-        connections: ids,
-      });
-      for (const id of await connections.ids(sid)) await connections.remove(sid, id);
-      await connections.dropIds(sid);
+      await endSession({ sessions, connections }, sid, 'signed_out');
     },
 
     /** GET /connections: each still allowed, oldest first. */

@@ -100,6 +100,21 @@ export function createConnectionRepository(
     return record;
   }
   const OTHER = { connected: 'disconnected', disconnected: 'connected' } as const;
+  const keysOfOne = (sid: string, id: string): string[] => [
+    recordKey(sid, id),
+    refreshLockKey(sid, id),
+    refreshBackoffKey(sid, id),
+  ];
+
+  /** Connections `ids` out of the index (the connections gauge), whatever their status. */
+  async function unindex(sid: string, ids: readonly string[]): Promise<void> {
+    for (const id of ids)
+      for (const status of STATUSES)
+        await store.indexRemove(
+          keys.connectionIndex(status, indexShard(sid)),
+          indexMember(sid, id),
+        );
+  }
 
   /**
    * Compare-and-set over `version` (0: a new record). False when someone wrote first. `event`, if
@@ -162,10 +177,15 @@ export function createConnectionRepository(
       return store.setMembers(keys.connectionIds(sid));
     },
 
-    /** The session's set of ids deleted: its connections are removed, the session has ended. */
-    dropIds(sid: string): Promise<void> {
-      return store.del(keys.connectionIds(sid));
+    /**
+     * The keys of connections `ids` (each record, refresh lock and back-off), then the session's
+     * set of ids: what ending the session deletes with it (end-session.ts).
+     */
+    keysOf(sid: string, ids: readonly string[]): string[] {
+      return [...ids.flatMap((id) => keysOfOne(sid, id)), keys.connectionIds(sid)];
     },
+
+    unindex,
 
     /**
      * Removes the connection, and in the same step its refresh lock and back-off (named by their
@@ -173,16 +193,12 @@ export function createConnectionRepository(
      * was there: of concurrent removals, one reports it.
      */
     async remove(sid: string, id: string, event?: BrokerEvent): Promise<void> {
-      const gone = [recordKey(sid, id), refreshLockKey(sid, id), refreshBackoffKey(sid, id)];
+      const gone = keysOfOne(sid, id);
       const outbox = event ? await events.record(sid, event) : null;
       if (!outbox) await store.del(...gone);
       else if (await store.delRecording(gone, outbox)) await events.recorded(sid);
       await store.setRemove(keys.connectionIds(sid), id);
-      for (const status of STATUSES)
-        await store.indexRemove(
-          keys.connectionIndex(status, indexShard(sid)),
-          indexMember(sid, id),
-        );
+      await unindex(sid, [id]);
     },
 
     /**

@@ -144,13 +144,24 @@ export function createSessions(
     },
 
     /**
-     * Ends the session; `event`, if given, is recorded in the same step, and only when the
-     * session was there: of concurrent sign-outs, one reports it.
+     * Ends the session, and deletes `alongside` (keys under it) with it. With `event`, in one step
+     * that records it only when the session was there: of concurrent sign-outs, one reports it.
+     * Without, `alongside` one by one in order, the session last: a store failing part-way leaves
+     * the session, to be ended again, never keys of a session already gone.
      */
-    async destroy(sid: string, event?: BrokerEvent): Promise<void> {
+    async destroy(
+      sid: string,
+      event?: BrokerEvent,
+      alongside: readonly string[] = [],
+    ): Promise<void> {
       const outbox = event ? await events.record(sid, event) : null;
-      if (!outbox) return store.del(keys.session(sid));
-      if (await store.delRecording([keys.session(sid)], outbox)) await events.recorded(sid);
+      if (outbox) {
+        if (await store.delRecording([keys.session(sid), ...alongside], outbox))
+          await events.recorded(sid);
+        return;
+      }
+      for (const key of alongside) await store.del(key);
+      await store.del(keys.session(sid));
     },
   };
 }
