@@ -295,7 +295,17 @@ async function upgraded(
       log.warn({ ...upgrade }, 'upgraded the data format of the store');
   };
   try {
-    const upgrade = await upgradeFormat(store, Date.now, { ...told, signal: startUp.signal });
+    // Redis may be loading its dataset (restarted) or failing over as this starts: wait, not ready.
+    const upgrade = await startUp.whileStoreDown(
+      () => upgradeFormat(store, Date.now, { ...told, signal: startUp.signal }),
+      (error, ms) => {
+        log.warn(
+          { err: error, retryMs: ms },
+          'the store does not answer yet: starting once it does',
+        );
+        log.flush();
+      },
+    );
     report(upgrade);
     if (!upgrade.leftToAnother) return { stop: async () => {} };
   } catch (error) {

@@ -9,6 +9,7 @@ import {
   type SessionKey,
 } from '../store/keys.ts';
 import { createSessions } from '../connections/sessions.ts';
+import { endSession } from '../connections/end-session.ts';
 import { createRedisStore } from '../store/redis/store.ts';
 import { noEvents } from '../connections/events.ts';
 import { createOutbox, OUTBOX_RETENTION_MS } from './events.ts';
@@ -43,10 +44,7 @@ export function createAdmin(
   const kidOf = (blob: string): string => blob.split('.')[0] ?? '?';
 
   async function dropSession(sid: string) {
-    const ids = await connections.ids(sid);
-    await sessions.destroy(sid, { type: 'session.ended', reason: 'revoked', connections: ids });
-    for (const id of ids) await connections.remove(sid, id);
-    await connections.dropIds(sid);
+    const ids = await endSession({ sessions, connections }, sid, 'revoked');
     return { ok: true, sid, connectionsDropped: ids.length };
   }
 

@@ -2,6 +2,8 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { DataFormatError } from '../store/format.ts';
+import { StoreUnavailableError } from '../store/types.ts';
 import { createShutdown, createStartUp, StartUpStopped } from './shutdown.ts';
 
 const log = pino({ level: 'silent' });
@@ -100,5 +102,50 @@ describe('createStartUp', () => {
     await expect(startUp.step(Promise.resolve('late'))).rejects.toThrow(
       'start-up stopped by SIGTERM',
     );
+  });
+  it('waits for a store that is down (Redis loading its dataset), and for nothing else', async () => {
+    const waits: number[] = [];
+    const startUp = createStartUp({ wait: async (ms) => void waits.push(ms) });
+    const loading = new StoreUnavailableError('Redis did not answer', {
+      cause: new Error('LOADING Redis is loading the dataset in memory'),
+    });
+    let asked = 0;
+    const told: number[] = [];
+    const format = await startUp.whileStoreDown(
+      async () => {
+        if (++asked <= 7) throw loading;
+        return '2';
+      },
+      (_error, ms) => told.push(ms),
+    );
+    expect(format).toBe('2');
+    expect(waits).toEqual([250, 500, 1000, 2000, 4000, 5000, 5000]);
+    expect(told).toEqual(waits);
+    await expect(
+      startUp.whileStoreDown(
+        async () => {
+          throw new DataFormatError('the store holds data of format 3');
+        },
+        () => expect.fail('no wait'),
+      ),
+    ).rejects.toThrow(DataFormatError);
+  });
+
+  it('stops waiting for the store at a signal', async () => {
+    // The wait under way when SIGTERM comes, as a real one (a timer) is.
+    const startUp = createStartUp({
+      wait: (_ms, signal) =>
+        new Promise((_resolve, reject) => {
+          signal.addEventListener('abort', reject, { once: true });
+          setImmediate(() => startUp.stop('SIGTERM'));
+        }),
+    });
+    const waited = startUp.whileStoreDown(
+      async () => {
+        throw new StoreUnavailableError('Redis did not answer');
+      },
+      () => {},
+    );
+    await expect(waited).rejects.toThrow('start-up stopped by SIGTERM');
   });
 });

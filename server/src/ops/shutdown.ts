@@ -1,5 +1,7 @@
 import type { Server, ServerResponse } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { isStoreDown } from '../store/errors.ts';
 
 export interface ShutdownDeps {
   server: Server;
@@ -87,6 +89,10 @@ export class StartUpStopped extends Error {
   }
 }
 
+/** The first wait for a store that is down at start-up, doubled each time up to the last. */
+const STORE_WAIT_FIRST_MS = 250;
+const STORE_WAIT_MAX_MS = 5_000;
+
 /**
  * Start-up as stages a signal can stop: `stop(signal)` aborts `signal`; the stages `check()`
  * between them, and a long one within (the data format upgrade, between batches), throwing
@@ -94,9 +100,16 @@ export class StartUpStopped extends Error {
  * once. Each stage registers what it opened (`opened`), and `unwind` closes it, last first, going
  * on past a close that fails. The first signal is the one named.
  */
-export function createStartUp() {
+export function createStartUp(
+  options: {
+    /** How a wait for the store is done (tests: no real time). Rejects when `signal` aborts. */
+    wait?: (ms: number, signal: AbortSignal) => Promise<unknown>;
+  } = {},
+) {
   const controller = new AbortController();
   const opened: (() => unknown)[] = [];
+  const wait =
+    options.wait ?? ((ms: number, signal: AbortSignal) => delay(ms, undefined, { signal }));
   return {
     signal: controller.signal,
     stop(signal: string): void {
@@ -114,6 +127,28 @@ export function createStartUp() {
         signal.addEventListener('abort', stopped, { once: true });
         work.then(resolve, reject).finally(() => signal.removeEventListener('abort', stopped));
       });
+    },
+    /**
+     * `work`'s answer, asked again after a wait (250 ms, doubling to 5 s) while it fails because
+     * the store is down: Redis loading its dataset after a restart, a failover under way. A broker
+     * started then waits, not listening, instead of exiting into a restart loop; `waiting` hears of
+     * each wait. Any other error is thrown; a signal ends the wait at once (StartUpStopped).
+     */
+    async whileStoreDown<T>(
+      work: () => Promise<T>,
+      waiting: (error: unknown, ms: number) => void,
+    ): Promise<T> {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await work();
+        } catch (error) {
+          if (!isStoreDown(error)) throw error;
+          controller.signal.throwIfAborted();
+          const ms = Math.min(STORE_WAIT_FIRST_MS * 2 ** attempt, STORE_WAIT_MAX_MS);
+          waiting(error, ms);
+          await wait(ms, controller.signal).catch(() => controller.signal.throwIfAborted());
+        }
+      }
     },
     opened(close: () => unknown): void {
       opened.push(close);
