@@ -131,6 +131,10 @@ export function createConnectionRepository(
     const { id: _id, ...stored } = record;
     const sealed = sealer.seal(JSON.stringify(stored), aad(sid, record.id));
     const outbox = event ? await events.record(sid, event) : null;
+    // Its id in the session's set first: a store failing between the two steps leaves an id
+    // without a record (listed as nothing, deleted with the session), never a record that no
+    // sign-out finds.
+    await store.setAdd(keys.connectionIds(sid), record.id, ttlMs);
     const written = await store.setVersioned(
       recordKey(sid, record.id),
       version,
@@ -140,7 +144,6 @@ export function createConnectionRepository(
     );
     if (written && outbox) await events.recorded(sid);
     if (written) {
-      await store.setAdd(keys.connectionIds(sid), record.id, ttlMs);
       const [at, shard] = [indexMember(sid, record.id), indexShard(sid)];
       await store.indexPut(keys.connectionIndex(record.status, shard), at, ttlMs);
       await store.indexRemove(keys.connectionIndex(OTHER[record.status], shard), at);
