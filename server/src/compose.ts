@@ -120,7 +120,7 @@ export function composeEvents(deps: {
     store,
     now,
     limits,
-    wake: () => delivery.wake(),
+    wake: (sid) => delivery.wake(sid),
     onFull: (sid) => delivery.trim(sid),
   });
   delivery.start();

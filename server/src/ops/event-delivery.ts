@@ -277,6 +277,13 @@ export function createDelivery(options: DeliveryOptions) {
     return running;
   }
 
+  /** `work`, whose store going away pauses delivery (it resumes at the next poll). */
+  const paused = (work: Promise<unknown>): Promise<unknown> =>
+    work.catch((error: unknown) => {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      log.warn({ err: error }, 'event delivery paused: the store is unavailable');
+    });
+
   const logged = (work: Promise<unknown>): void =>
     void work.catch((error: unknown) => log.error({ err: error }, 'event delivery failed'));
 
@@ -289,8 +296,13 @@ export function createDelivery(options: DeliveryOptions) {
     start(pollMs = 1000): void {
       timer ??= setInterval(() => logged(runOnce()), pollMs).unref();
     },
-    /** Deliver now what this instance just recorded. */
-    wake(): void {
+    /**
+     * Deliver now what this instance just recorded: session `sid`'s outbox, whether the schedule
+     * names it or not (on a Cluster the schedule's shard lives on another master than the outbox,
+     * and a failover there may have lost both of its entries), and whatever else is due.
+     */
+    wake(sid?: string): void {
+      if (sid !== undefined) logged(paused(drain(sid)));
       logged(runOnce());
     },
     /** The session's outbox is over its cap: its oldest events go to the dead letters now. */

@@ -67,8 +67,11 @@ export function createOutbox(options: {
   store: Store;
   now: () => number;
   limits?: EventLimits;
-  /** Called after an event landed: this instance delivers it without waiting for its next poll. */
-  wake?: () => void;
+  /**
+   * Called after an event of session `sid` landed: this instance delivers it without waiting for
+   * its next poll, or for the schedule to name it.
+   */
+  wake?: (sid: string) => void;
   /** The session's outbox holds more than `limits.perSession` events. */
   onFull?: (sid: string) => Promise<void>;
 }): EventSink {
@@ -99,7 +102,7 @@ export function createOutbox(options: {
       ]);
       if ((await store.listLength(keys.outbox(sid))) > limits.perSession)
         await options.onFull?.(sid);
-      options.wake?.();
+      options.wake?.(sid);
     },
   };
 }
