@@ -102,6 +102,19 @@ export default defineConfig({
       },
       {
         test: {
+          name: 'soak',
+          // test/soak: the checker on histories made by hand, the defects planted to prove it, the
+          // seeded two-minute soak on standalone and Sentinel (invariants only, no timings).
+          include: ['test/soak/**/*.test.ts'],
+          globalSetup: ['test/support/require-tools.ts'],
+          testTimeout: 600_000,
+          hookTimeout: 180_000,
+          // One system at a time: each runs three brokers and a Redis set on a 2-core machine.
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
           name: 'image',
           include: ['test/image/**/*.test.ts'],
           globalSetup: [

@@ -223,6 +223,32 @@ describe('the checker', () => {
       );
     });
 
+    it('names a presentation cut when its broker went away, once the token is refused as used', () => {
+      const history = clean();
+      history.tokens[2] = token(2, { presented: 'rt1', pid: 102, outcome: 'abandoned' });
+      delete history.tokens[2]!.issued;
+      delete history.tokens[2]!.delivered;
+      history.lives[2] = { instance: 2, pid: 102, started: 0, ended: 2005, how: 'SIGKILL' };
+      history.tokens.push(
+        token(3, {
+          presented: 'rt1',
+          pid: 101,
+          outcome: 'rejected',
+          status: 400,
+          description: 'The refresh token was already used.',
+        }),
+      );
+      const result = verdict(history);
+      expect(result.byInvariant.C1).toBe(0);
+      expect(result.byInvariant.C2).toBe(0);
+      expect(result.explained[0]?.window).toMatch(
+        /killed between the provider's answer and its write/,
+      );
+      // Had the provider not rotated it, the second use would have rotated: no reuse at all.
+      history.tokens[3] = token(3, { presented: 'rt1', pid: 101 });
+      expect(verdict(history).explained).toEqual([]);
+    });
+
     it('names a late holder paused past its lease, and accepts its reconnection (a5afb79)', () => {
       const history = clean();
       history.pauses.push({ instance: 0, pid: 100, from: 2020, to: 12_000 });

@@ -41,6 +41,14 @@ export function check(history: History, options: CheckOptions): Verdict {
   const loss = checkLoss(analysis);
   const recovery = checkRecovery(analysis, options.recoveryBoundMs);
   const violations = [
+    ...(history.aborted
+      ? [{ invariant: 'C5' as const, what: 'the run stopped early', detail: history.aborted }]
+      : []),
+    ...(history.failedStarts ?? []).map((start) => ({
+      invariant: 'C5' as const,
+      what: 'a broker did not start',
+      detail: `instance ${start.instance} at ${Math.round(start.at)} ms exited while starting: ${start.reason}`,
+    })),
     ...rotation.violations,
     ...loss.violations,
     ...checkAnswers(analysis),

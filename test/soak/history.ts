@@ -135,6 +135,13 @@ export interface BrokerLife {
   how?: 'SIGKILL' | 'SIGTERM';
 }
 
+/** A broker that exited while starting, instead of listening: when, and the lines it ended on. */
+export interface FailedStart {
+  instance: number;
+  at: number;
+  reason: string;
+}
+
 /** A broker process stopped (SIGSTOP) from `from` to `to`. */
 export interface PauseRecord {
   instance: number;
@@ -212,6 +219,9 @@ export interface History {
   faults: FaultRecord[];
   lives: BrokerLife[];
   pauses: PauseRecord[];
+  failedStarts?: FailedStart[];
+  /** The run stopped early, and why: what it recorded until then is checked all the same. */
+  aborted?: string;
   tokens: TokenRequest[];
   api: ApiRequest[];
   deliveries: Delivery[];

@@ -398,15 +398,20 @@ export class Nemesis {
       this.#log(`fault ${seq} ${record.kind}: the injection failed: ${String(error)}`);
     }
     record.healStart = this.#system.now();
-    try {
-      await heal?.();
-    } catch (error) {
-      record.note = `${record.note ?? ''} (the heal failed: ${String(error)})`;
-      this.#log(`fault ${seq} ${record.kind}: the heal failed: ${String(error)}`);
-      throw error;
+    // A heal that fails is tried again (three times): the run goes on to its checks either way.
+    for (let attempt = 1; heal; attempt++) {
+      try {
+        await heal();
+        record.healed = this.#system.now();
+        this.#log(`fault ${seq} ${record.kind} healed`);
+        return;
+      } catch (error) {
+        record.note = `${record.note ?? ''} (heal ${attempt} failed: ${String(error).split('\n')[0]})`;
+        this.#log(`fault ${seq} ${record.kind}: heal ${attempt} failed: ${String(error)}`);
+        if (attempt >= 3) return;
+      }
     }
     record.healed = this.#system.now();
-    this.#log(`fault ${seq} ${record.kind} healed`);
   }
 }
 

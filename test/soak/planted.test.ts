@@ -119,17 +119,16 @@ const DEFECTS: {
     soak: { durationMs: 55_000, plan: [{ kind: 'redis-pause', at: 4000, holdMs: 1500 }] },
   },
   {
-    // A sign-out deletes its connections' records with a plain DEL (a removal records its event
-    // with delRecording): this one forgets them, and they outlive the session.
+    // A sign-out deletes its connections' records in the step that deletes the session (and
+    // records session.ended): this one forgets them, and they outlive the session.
     name: "leaves a signed-out session's connection records behind",
     invariant: 'C6',
     wrap: planted({
-      del:
-        (real) =>
-        async (...keys) => {
-          const kept = keys.filter((key) => !isRecord(key));
-          if (kept.length > 0) await real.del(...kept);
-        },
+      delRecording: (real) => async (keys, outbox) =>
+        real.delRecording(
+          keys[0]?.endsWith(':session') ? keys.filter((key) => !isRecord(key)) : keys,
+          outbox,
+        ),
     }),
   },
 ];

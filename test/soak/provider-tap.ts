@@ -96,6 +96,12 @@ export class ProviderTap {
   readonly #options: TapOptions;
   readonly #server: Server;
   readonly #agent = new Agent({ keepAlive: true, maxSockets: 128 });
+  /**
+   * Token requests each on a connection of their own: on a kept-alive one the sandbox may close as
+   * idle just as a request goes out, that request fails unseen, and would pass for a
+   * `drop_after_rotate` (a rotation that never happened).
+   */
+  readonly #tokenAgent = new Agent({ keepAlive: false });
   readonly #sockets = new Set<Socket>();
   readonly #owners = new WeakMap<Socket, number | undefined>();
   #intercepts: Intercept[] = [];
@@ -115,6 +121,9 @@ export class ProviderTap {
     server.on('connection', (socket) => {
       tap.#sockets.add(socket);
       socket.on('close', () => tap.#sockets.delete(socket));
+      // Named now, while the process that opened it surely runs: a request may reach the tap
+      // after its broker was killed (it was in the socket already).
+      tap.#owner(socket);
     });
     server.listen(0, '127.0.0.1');
     await new Promise<void>((resolve) => server.once('listening', resolve));
@@ -205,17 +214,21 @@ export class ProviderTap {
       record.outcome = 'abandoned';
       return;
     }
-    const upstream = request(this.#upstreamOptions(req, body.length));
+    const upstream = request({
+      ...this.#upstreamOptions(req, body.length),
+      agent: this.#tokenAgent,
+    });
     res.on('close', () => {
       if (record.answered === undefined) {
         record.outcome = 'abandoned';
         upstream.destroy();
       }
     });
-    upstream.on('error', () => {
+    upstream.on('error', (error: NodeJS.ErrnoException) => {
       if (record.answered !== undefined || record.outcome === 'abandoned') return;
       // The sandbox cut the connection without answering (drop_after_rotate): so does the tap.
       record.outcome = 'dropped';
+      record.description = error.code ?? error.message;
       record.answered = this.#options.now();
       res.destroy();
     });
@@ -350,6 +363,7 @@ export class ProviderTap {
   async close(): Promise<void> {
     for (const socket of this.#sockets) socket.destroy();
     this.#agent.destroy();
+    this.#tokenAgent.destroy();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
 }

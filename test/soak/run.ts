@@ -11,9 +11,10 @@
  * when an invariant was violated. The same seed gives the same users' intentions and the same
  * schedule of faults (what the system does with them still depends on timing).
  */
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { check } from './checker.ts';
+import type { History } from './history.ts';
 import { prefillSessions } from './prefill.ts';
 import { runSoak } from './soak.ts';
 import { summarise, table, writeSummary } from './summary.ts';
@@ -34,6 +35,8 @@ const { values } = parseArgs({
     'license-revocation-min': { type: 'string', default: '5' },
     /** Also write the whole history beside the summary (large; for looking into a run). */
     'save-history': { type: 'boolean', default: false },
+    /** Judge a saved history again with this checker (and write its summary again), run nothing. */
+    recheck: { type: 'string' },
   },
 });
 
@@ -44,24 +47,32 @@ const minutes = Number(values.minutes);
 const users = Number(values.users ?? (minutes >= 10 ? 24 : 10));
 const prefill = Number(values.prefill ?? (topology === 'cluster' && minutes >= 10 ? 1_000_000 : 0));
 
-const history = await runSoak({
-  topology,
-  seed: values.seed,
-  durationMs: minutes * 60_000,
-  users,
-  lifetimeS: Number(values['lifetime-s']),
-  meanGapMs: values['no-faults'] ? 0 : Number(values['gap-s']) * 1000,
-  ...(values.kinds ? { kinds: values.kinds.split(',') } : {}),
-  licenseRevocationEveryMs: Number(values['license-revocation-min']) * 60_000,
-  ...(prefill > 0
-    ? {
-        prefill: (system, log) => prefillSessions(system, { sessions: prefill, adopt: users, log }),
-      }
-    : {}),
-  log: (line) => console.log(line),
-});
+const history: History = values.recheck
+  ? (JSON.parse(await readFile(values.recheck, 'utf8')) as History)
+  : await runSoak({
+      topology,
+      seed: values.seed,
+      durationMs: minutes * 60_000,
+      users,
+      lifetimeS: Number(values['lifetime-s']),
+      meanGapMs: values['no-faults'] ? 0 : Number(values['gap-s']) * 1000,
+      ...(values.kinds ? { kinds: values.kinds.split(',') } : {}),
+      licenseRevocationEveryMs: Number(values['license-revocation-min']) * 60_000,
+      ...(prefill > 0
+        ? {
+            prefill: (system, log) =>
+              prefillSessions(system, { sessions: prefill, adopt: users, log }),
+          }
+        : {}),
+      log: (line) => console.log(line),
+    });
 const verdict = check(history, { recoveryBoundMs: Number(values['recovery-bound-s']) * 1000 });
-const summary = summarise(history, verdict, { minutes, users });
+const summary = summarise(history, verdict, {
+  minutes: values.recheck
+    ? Math.round((history.phases.usersTo - history.phases.usersFrom) / 60_000)
+    : minutes,
+  users: values.recheck ? new Set(history.sessions.map((session) => session.user)).size - 1 : users,
+});
 console.log(`\n${table(summary)}`);
 for (const explained of verdict.explained.slice(0, 10))
   console.log(
@@ -69,7 +80,7 @@ for (const explained of verdict.explained.slice(0, 10))
   );
 const file = await writeSummary(summary);
 console.log(`\nwritten to ${file}`);
-if (values['save-history']) {
+if (values['save-history'] && !values.recheck) {
   await writeFile(file.replace(/\.json$/, '.history.json'), JSON.stringify(history));
   console.log(`history written to ${file.replace(/\.json$/, '.history.json')}`);
 }

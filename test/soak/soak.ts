@@ -204,6 +204,11 @@ export async function runSoak(options: SoakOptions): Promise<History> {
       expiringBytes: end.expiringBytes,
     };
     log(`done: ${history.calls.length} calls, ${system.tap.tokens.length} token requests`);
+  } catch (error) {
+    // What the run recorded until then is checked all the same, and the report says it stopped.
+    history.aborted = String(error).split('\n').slice(0, 3).join(' ');
+    log(`the run stopped early: ${history.aborted}`);
+    for (const user of users) user.stop();
   } finally {
     system.fill(history);
     for (const user of users) await user.close();

@@ -9,6 +9,8 @@ export interface Summary {
   seed: string;
   minutes: number;
   users: number;
+  /** The run stopped early, and why. */
+  aborted?: string;
   calls: { total: number; ok: number; shareOk: number; byAnswer: Record<string, number> };
   flows: Record<string, number>;
   faults: { total: number; kinds: number; byKind: Record<string, number> };
@@ -50,6 +52,7 @@ export function summarise(
     seed: history.seed,
     minutes: run.minutes,
     users: run.users,
+    ...(history.aborted ? { aborted: history.aborted } : {}),
     calls: {
       total: calls.length,
       ok,
@@ -117,6 +120,7 @@ export function table(summary: Summary): string {
   lines.push(
     `Soak ${summary.topology}, seed ${summary.seed}, ${summary.minutes} min, ${summary.users} users`,
   );
+  if (summary.aborted) lines.push(`  THE RUN STOPPED EARLY: ${summary.aborted}`);
   row('calls', `${num(summary.calls.total)} (${(summary.calls.shareOk * 100).toFixed(2)} % 2xx)`);
   for (const [answer, n] of Object.entries(summary.calls.byAnswer))
     row(`  answered ${answer}`, num(n));

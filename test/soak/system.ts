@@ -9,7 +9,7 @@ import type { BrokerProcess } from '../support/process.ts';
 import { until } from '../support/wait.ts';
 import { startWorld, type World } from '../support/world.ts';
 import { EventLog } from './event-log.ts';
-import type { BrokerLife, History, LogLine, PauseRecord } from './history.ts';
+import type { BrokerLife, FailedStart, History, LogLine, PauseRecord } from './history.ts';
 import { ProviderTap } from './provider-tap.ts';
 import { soakTopology, type SoakRedis, type TopologyName } from './topologies.ts';
 
@@ -64,6 +64,8 @@ export class SoakSystem {
   readonly now: () => number;
   readonly lives: BrokerLife[] = [];
   readonly pauses: PauseRecord[] = [];
+  /** Starts of a broker that exited instead of listening (started again a second later). */
+  readonly failedStarts: FailedStart[] = [];
   readonly #logs: { instance: number; pid: number; lines: () => readonly string[] }[] = [];
   readonly #clockDir: string;
   /** Each instance's offset from the real clock, ms. */
@@ -209,7 +211,25 @@ export class SoakSystem {
 
   /** Instance `index` starts again (same port, same environment); resolves once it listens. */
   async start(index: number): Promise<void> {
-    await this.world.restartProcess(index);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.world.restartProcess(index);
+        break;
+      } catch (error) {
+        // A broker that exits while starting (its log in the error) is a finding, and the run goes
+        // on: it is started again, as an orchestrator would, a second later.
+        const reason = String(error)
+          .split('\n')
+          .filter((line) => /"level":[56]0|Error/.test(line));
+        this.failedStarts.push({
+          instance: index,
+          at: this.now(),
+          reason: reason.slice(-3).join(' | '),
+        });
+        if (attempt >= 20) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+    }
     this.#record(index);
     if (this.clockOffsets[index] !== 0) await this.setClockOffset(index, this.clockOffsets[index]!);
   }
@@ -266,6 +286,7 @@ export class SoakSystem {
   fill(history: History): void {
     history.lives = this.lives;
     history.pauses = this.pauses;
+    history.failedStarts = this.failedStarts;
     history.tokens = this.tap.tokens;
     history.api = this.tap.api;
     history.deliveries = this.events.deliveries;

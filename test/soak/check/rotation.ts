@@ -38,12 +38,13 @@ export function whyReused(
       };
   }
   const answered = first.end ?? first.answered ?? first.start;
+  // Its presenter, or (when the tap could not name it: it was gone already) a broker killed then.
   const killed = history.lives.find(
     (life) =>
-      life.pid === first.pid &&
+      (life.pid === first.pid || first.pid === undefined) &&
       life.how === 'SIGKILL' &&
       life.ended !== undefined &&
-      life.ended >= first.start &&
+      life.ended >= first.start - (first.pid === undefined ? KILL_SLACK_MS : 0) &&
       life.ended <= answered + KILL_SLACK_MS,
   );
   if (killed)
@@ -68,11 +69,13 @@ export function whyReused(
         ...named,
       ],
     };
-  if (first.outcome === 'rotated' && first.delivered === false)
+  if ((first.outcome === 'rotated' && first.delivered === false) || first.outcome === 'abandoned')
     return {
       window: WINDOWS.undelivered,
       trace: [
-        `tap: token request ${first.seq} rotated at ${first.answered} ms, not delivered`,
+        first.outcome === 'abandoned'
+          ? `tap: token request ${first.seq} cut at ${Math.round(first.start)} ms when its broker went away, after the provider had rotated`
+          : `tap: token request ${first.seq} rotated at ${Math.round(first.answered ?? 0)} ms, not delivered`,
         ...named,
       ],
     };
@@ -121,9 +124,7 @@ export function checkRotation(analysis: Analysis): {
   }
   for (const presentations of byToken.values()) {
     for (const [index, second] of presentations.entries()) {
-      const first = presentations
-        .slice(0, index)
-        .find((earlier) => earlier.outcome === 'rotated' || earlier.outcome === 'dropped');
+      const first = presentations.slice(0, index).find((earlier) => rotatedBefore(earlier, second));
       if (!first) continue;
       const where = describe(analysis, second);
       if (second.outcome === 'rotated') {
@@ -176,7 +177,7 @@ export function checkLoss(analysis: Analysis): { violations: Violation[]; explai
       (request) =>
         request.presented === dead.presented &&
         request.start < dead.start &&
-        (request.outcome === 'rotated' || request.outcome === 'dropped'),
+        rotatedBefore(request, dead),
     );
     const why = first && whyReused(analysis, first, dead);
     if (why) {
@@ -276,6 +277,23 @@ export function checkLoss(analysis: Analysis): { violations: Violation[]; explai
         detail: `session ${probe.session} on instance ${probe.instance}: GET /connections ${probe.status}${probe.error ? ` ${probe.error}` : ''}`,
       });
   return { violations, explained };
+}
+
+const USED = /already used/i;
+
+/**
+ * Whether `earlier`, a presentation of the token `later` presents again, rotated it at the
+ * provider: it was answered with a pair, or dropped after rotating; or the tap cut it when its
+ * broker went away (`abandoned`), and the provider then refuses the token as used: it had
+ * rotated before the cut.
+ */
+function rotatedBefore(earlier: TokenRequest, later: TokenRequest): boolean {
+  if (earlier.outcome === 'rotated' || earlier.outcome === 'dropped') return true;
+  return (
+    earlier.outcome === 'abandoned' &&
+    later.outcome === 'rejected' &&
+    USED.test(later.description ?? '')
+  );
 }
 
 /** Which connection and session a token request was for, as the report says it. */
