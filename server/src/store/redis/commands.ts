@@ -32,7 +32,8 @@ export interface Commands {
    * Replication is asynchronous: a master that dies before its replica has a write loses it on
    * failover. WAIT, on the connection that wrote (so it covers that write), narrows that to writes
    * still unacknowledged when the master died, which the caller never saw succeed. Nothing when
-   * no replica is asked for.
+   * no replica is asked for. Never fails: the write is applied on the master, and a WAIT that
+   * comes back short, times out or fails is reported (onUnreplicated), not thrown.
    */
   replicated(key: string): Promise<void>;
 }
@@ -48,6 +49,36 @@ export function createCommands(redis: Redis, options: CommandOptions): Commands 
       throw new StoreUnavailableError('Redis did not answer', { cause });
     }
   };
+  /**
+   * WAIT blocks the connection it is sent on: Redis runs no other command of this process's on that
+   * master until it returns, after waitTimeoutMs when no replica answers. One WAIT per write queued
+   * every command behind all of them: with the replica down, six refreshes at once held the one
+   * connection for 1.5 s, past REDIS_COMMAND_TIMEOUT_MS, and writes that Redis then applied were
+   * reported failed. So writes share their WAITs (group commit), with at most one on the wire per
+   * master: a write answered meanwhile joins the next, sent once that one returns. A WAIT covers
+   * every write answered on its connection before it was sent, so a write joins only a WAIT that
+   * has not been sent yet.
+   */
+  const waits = new Map<string, { sent?: Promise<void>; next?: Promise<number> | undefined }>();
+  const waitFor = (key: string): Promise<number> => {
+    // A Cluster whose slots are not known yet: this key's WAIT is shared with no other key's.
+    const master = redis.nodeOf(key) || (redis.mode === 'cluster' ? key : '');
+    const at = waits.get(master) ?? {};
+    waits.set(master, at);
+    at.next ??= (at.sent ?? Promise.resolve()).then(() => {
+      at.next = undefined;
+      const sent = guard(() =>
+        redis.sendCommand(key, ['WAIT', String(waitReplicas), String(waitTimeoutMs)]),
+      );
+      // Once it has returned, forgotten unless a write joined the next one meanwhile.
+      const settled = () => {
+        if (at.next === undefined && waits.get(master) === at) waits.delete(master);
+      };
+      at.sent = sent.then(settled, settled);
+      return sent.then(Number);
+    });
+    return at.next;
+  };
   return {
     redis,
     onError,
@@ -56,11 +87,11 @@ export function createCommands(redis: Redis, options: CommandOptions): Commands 
     script: (source, keys, args) => guard(() => client.eval(source, { keys, arguments: args })),
     replicated: async (key) => {
       if (waitReplicas === 0) return;
-      const acknowledged = Number(
-        await guard(() =>
-          redis.sendCommand(key, ['WAIT', String(waitReplicas), String(waitTimeoutMs)]),
-        ),
-      );
+      // The write is on the master whatever the WAIT answers: a WAIT that timed out or failed
+      // (counted by `guard`) says only that no replica is known to have it, as a short count does.
+      // Failing the write would have its caller act as if it were lost: a rotated pair answered 503
+      // and offered again, while the pair it had stored was the one in use.
+      const acknowledged = await waitFor(key).catch(() => 0);
       if (acknowledged < waitReplicas) options.onUnreplicated?.(acknowledged);
     },
   };
