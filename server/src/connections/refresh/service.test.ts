@@ -295,6 +295,21 @@ describe('the refresh, step by step on the in-memory store', () => {
     expect(w.tokens[1]!.counters.lockWaits).toBe(1);
   });
 
+  it('a refresh ahead of expiry waits for no other instance: a holder that died costs the call nothing', async () => {
+    const w = instances(1);
+    // Due for its refresh ahead (five minutes), valid for one more.
+    const loaded = await w.connect(60_000);
+    await w.store.setIfAbsent(keys.refreshLock(SID, 'c1'), 'dead-holder', 2_000);
+    const result = await w.tokens[0]!.usable(SID, loaded);
+    expect(result.record.tokens?.accessToken).toBe('at-1');
+    expect(w.pending()).toBe(0);
+    expect(w.calls).toEqual([]);
+    // Once the lease ran out, the next call refreshes.
+    w.advance(2_001);
+    w.answerWith(async () => w.rotated(2));
+    expect((await w.tokens[0]!.usable(SID, loaded)).record.tokens?.accessToken).toBe('at-2');
+  });
+
   it('a rejection joins no flight that would hand the rejected token back: it refreshes that one too', async () => {
     const w = instances(2);
     const loaded = await w.connect(-1);

@@ -47,8 +47,9 @@ export interface TokenCounters {
  *
  * 1. `usable`: nothing to do (`stillNeeded` says so), or join this process's flight for the
  *    connection (single flight), or start one.
- * 2. `acrossInstances`: take the Redis lock; or wait for its holder, re-read, and go on only if
- *    the refresh is still needed and no back-off holds it back.
+ * 2. `acrossInstances`: take the Redis lock; or, ahead of expiry, use the token in hand; or wait
+ *    for its holder, re-read, and go on only if the refresh is still needed and no back-off holds
+ *    it back.
  * 3. `holdingLock`: re-read (another instance may have refreshed already), honour a back-off,
  *    then ask the provider.
  * 4. The provider's answer: `rotated` (a versioned write of the new pair before anyone uses it;
@@ -102,9 +103,11 @@ export function createTokenService(deps: TokenServiceDeps) {
   /** Step 2: the lock, or a wait for its holder and a fresh look. */
   async function acrossInstances(
     sid: string,
-    id: string,
+    loaded: LoadedConnection,
     reason: RefreshReason,
   ): Promise<LoadedConnection> {
+    const { id } = loaded.record;
+    let seen = loaded;
     const key = refreshLockKey(sid, id);
     const deadline = now() + lock.leaseMs + deps.tokenTimeoutMs;
     for (;;) {
@@ -120,14 +123,17 @@ export function createTokenService(deps: TokenServiceDeps) {
             });
         }
       }
-      // Another instance is refreshing: wait for it to finish, then use what it stored.
+      // Another instance is refreshing. Ahead of expiry, the token in hand is still good: used
+      // as it is, so a holder that died or stalled (until its lease ends) costs this call nothing.
+      if (stillUsable(seen.record, reason, now())) return seen;
+      // Else wait for it to finish, then use what it stored.
       counters.lockWaits++;
       if (!(await inSpan('baton.refresh.lock_wait', () => lock.released(key, deadline))))
         throw unavailable(now() + 1000);
-      const current = await loadOrNotFound(sid, id);
-      if (!needed(current, reason)) return current;
+      seen = await loadOrNotFound(sid, id);
+      if (!needed(seen, reason)) return seen;
       const backoff = await backoffs.of(sid, id);
-      if (backoffs.holds(backoff)) return fallBack(current, backoff.until, reason);
+      if (backoffs.holds(backoff)) return fallBack(seen, backoff.until, reason);
       if (now() > deadline) throw unavailable(now() + 1000);
     }
   }
@@ -241,7 +247,7 @@ export function createTokenService(deps: TokenServiceDeps) {
       return result;
     }
     // The kind only: a `rejected` reason carries the access token.
-    const flight = inSpan('baton.refresh', () => acrossInstances(sid, loaded.record.id, reason), {
+    const flight = inSpan('baton.refresh', () => acrossInstances(sid, loaded, reason), {
       'baton.refresh.reason': reason.kind,
     }).finally(() => inflight.delete(flightKey));
     inflight.set(flightKey, flight);
