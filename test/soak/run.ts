@@ -47,6 +47,16 @@ const minutes = Number(values.minutes);
 const users = Number(values.users ?? (minutes >= 10 ? 24 : 10));
 const prefill = Number(values.prefill ?? (topology === 'cluster' && minutes >= 10 ? 1_000_000 : 0));
 
+// Ctrl-C ends the users' phase now: the faults are healed, the run checked, and every process it
+// started is stopped (a second Ctrl-C leaves at once, and may leave some running).
+const stopping = new AbortController();
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => {
+    console.log(`\n${signal}: ending the run now; healing, checking, then stopping everything`);
+    stopping.abort();
+    process.once(signal, () => process.exit(130));
+  });
+
 const history: History = values.recheck
   ? (JSON.parse(await readFile(values.recheck, 'utf8')) as History)
   : await runSoak({
@@ -65,6 +75,7 @@ const history: History = values.recheck
           }
         : {}),
       log: (line) => console.log(line),
+      signal: stopping.signal,
     });
 const verdict = check(history, { recoveryBoundMs: Number(values['recovery-bound-s']) * 1000 });
 const summary = summarise(history, verdict, {

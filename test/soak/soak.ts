@@ -42,6 +42,8 @@ export interface SoakOptions {
   plan?: readonly { kind: string; at: number; holdMs: number }[];
   /** How long the users go on after the last heal (default 15 s). */
   tailMs?: number;
+  /** Ends the users' phase early (Ctrl-C): every fault is healed, and the run checked all the same. */
+  signal?: AbortSignal;
   log: (line: string) => void;
 }
 
@@ -151,7 +153,7 @@ export async function runSoak(options: SoakOptions): Promise<History> {
     const progress = setInterval(() => log(progressLine(history, nemesis)), 30_000);
     const revocations = revokeLicenses(system, history, random.fork('licenses'), options, now);
     try {
-      await sleep(options.durationMs);
+      await sleep(options.durationMs, options.signal);
       nemesis.stop();
       revocations.stop();
       await faults;
@@ -442,4 +444,16 @@ async function scanRedis(
   };
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** A wait of `ms`, over at once when `signal` aborts. */
+const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
