@@ -109,9 +109,12 @@ export function createRotatedPairs(deps: {
     for (let attempt = 0; attempt < Math.ceil(lock.leaseMs / STORE_RETRY_MS); attempt++) {
       await deps.sleep(STORE_RETRY_MS);
       try {
+        // Stored now, or by an earlier attempt that Redis applied without answering in time:
+        // either way the store holds this pair.
         const written =
           (await connections.save(sid, record, version)) ||
-          (await afterRefused(sid, record, version))?.record === record;
+          (await afterRefused(sid, record, version))?.record.tokens?.refreshToken ===
+            record.tokens?.refreshToken;
         if (written) await backoffs.clear(sid, record.id);
         await lock.release(lease);
         log.warn(

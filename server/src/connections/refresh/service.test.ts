@@ -17,16 +17,22 @@ const NOW = 1_700_000_000_000;
 const SID = 'sid';
 const KEYRING = `k:${Buffer.alloc(32, 3).toString('base64')}`;
 
-/** The embedded store, made to fail as an unreachable Redis does while `down` is set. */
+/**
+ * The embedded store, made to fail as an unreachable Redis does while `down` is set; and the
+ * method `unanswered` names, once, applied but not answered (a command that timed out in flight).
+ */
 function flakyStore() {
   const inner = createMemoryStore(() => NOW);
-  const state = { down: false };
+  const state: { down: boolean; unanswered?: keyof Store | undefined } = { down: false };
   const store = new Proxy(inner, {
     get(target, property: keyof Store) {
       const method = target[property];
       return async (...args: unknown[]) => {
         if (state.down) throw new StoreUnavailableError('Redis did not answer');
-        return (method as (...a: unknown[]) => unknown).apply(target, args);
+        const answer = await (method as (...a: unknown[]) => unknown).apply(target, args);
+        if (state.unanswered !== property) return answer;
+        state.unanswered = undefined;
+        throw new StoreUnavailableError('Redis did not answer within 1000 ms');
       };
     },
   });
@@ -88,6 +94,35 @@ describe('a refresh whose new pair the store cannot take', () => {
       version: 2,
       record: { status: 'connected', tokens: rotated },
     });
+  });
+
+  it('counts a pair Redis applied without answering as stored, and clears the back-off', async () => {
+    const { store, state } = flakyStore();
+    // An earlier transient failure, over: its back-off is kept a minute past its end.
+    await store.set(
+      keys.backoff(SID, 'c1'),
+      JSON.stringify({ until: NOW - 1, attempts: 2 }),
+      60_000,
+    );
+    const rotated: TokenSet = {
+      accessToken: 'at-2',
+      refreshToken: 'rt-2',
+      expiresAt: NOW + 3_600_000,
+    };
+    const { tokens, connections, sleeps, loaded } = await service(store, async () => {
+      state.unanswered = 'setVersioned';
+      return rotated;
+    });
+    await expect(tokens.usable(SID, loaded)).rejects.toBeInstanceOf(StoreUnavailableError);
+    sleeps.shift()!();
+    await vi.waitFor(async () => {
+      expect(await store.get(keys.refreshLock(SID, 'c1'))).toBeNull();
+    });
+    expect(await connections.load(SID, 'c1')).toMatchObject({
+      version: 2,
+      record: { tokens: rotated },
+    });
+    expect(await store.get(keys.backoff(SID, 'c1'))).toBeNull();
   });
 });
 
