@@ -185,5 +185,6 @@ describe('a broker paused while the provider answers (SIGSTOP, a long GC)', () =
       await dispatcher.close();
       await worker.terminate();
     }
-  });
+    // (A worker thread to start: seconds on a busy machine, which measure nothing here.)
+  }, 30_000);
 });
