@@ -1,5 +1,11 @@
 export { createApp, type AppDeps, type BrokerApp } from './http/app.ts';
-export { composeEvents, composeServices, type Services } from './compose.ts';
+export {
+  composeEvents,
+  composeServices,
+  startBroker,
+  type Services,
+  type StartedBroker,
+} from './compose.ts';
 export { loadConfig, ConfigError, type Config } from './config/config.ts';
 export { createLogger } from './ops/logger.ts';
 export { createMetrics } from './ops/metrics.ts';

@@ -2,31 +2,19 @@ import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { setTimeout as delay } from 'node:timers/promises';
 import { Agent } from 'undici';
-import { composeEvents, composeServices } from './compose.ts';
-import { createApp } from './http/app.ts';
+import { startBroker } from './compose.ts';
 import { ConfigError, loadConfig, type Config } from './config/config.ts';
 import { checkDurability, configGetWith } from './ops/durability.ts';
-import { startTracing, tracingOn } from './base/tracing.ts';
-import { tracedStore } from './store/traced.ts';
+import { startTracing } from './base/tracing.ts';
 import { configureServer } from './http/listener.ts';
 import { createLogger } from './ops/logger.ts';
 import { metricsApp } from './http/metrics-route.ts';
 import { createMetrics } from './ops/metrics.ts';
 import { createShutdown, createStartUp, StartUpStopped, type StartUp } from './ops/shutdown.ts';
-import { bounded, createRedis, type Redis } from './store/redis/clients.ts';
-import {
-  DataFormatError,
-  retryUpgrade,
-  upgradeFormat,
-  UPGRADE_RETRY_MS,
-  type FormatUpgrade,
-  type UpgradeOptions,
-} from './store/format.ts';
-import type { Store } from './store/types.ts';
+import { bounded, type Redis } from './store/redis/clients.ts';
+import { DataFormatError } from './store/format.ts';
 import type { Logger } from 'pino';
-import { storeDeps } from './http/stores.ts';
 
 /**
  * Reads the environment, connects the store, upgrades its data, listens, and stops cleanly on
@@ -63,6 +51,12 @@ async function main(): Promise<void> {
   try {
     shutdown = await start(config, log, startUp);
   } catch (error) {
+    // A store of a later format (store/format.ts): this release cannot serve it, and says so.
+    if (error instanceof DataFormatError) {
+      log.fatal(error.message);
+      log.flush();
+      process.exit(1);
+    }
     if (!(error instanceof StartUpStopped)) throw error;
     log.info({ signal: error.signal }, 'stopping during start-up: closing what it opened');
     log.flush();
@@ -96,53 +90,17 @@ async function start(
   startUp.check();
 
   const metrics = createMetrics(buildInfo());
-  const redis = config.redis.topology
-    ? createRedis(config.redis.topology, { cacheEntries: config.redis.cacheEntries })
-    : undefined;
-  if (redis) {
-    redis.client.on('error', (error: Error) => {
-      metrics.redisError();
-      log.warn({ err: error }, 'Redis connection error');
-    });
-    startUp.opened(() => (redis.client.isOpen ? redis.client.destroy() : undefined));
-    await startUp.step<unknown>(redis.client.connect());
-    await startUp.step(reportDurability(redis, log));
-  }
-  // Start-up's lines so far are out now: whoever watches it sees how far it got.
-  log.flush();
-  const stores = storeDeps(redis, {
-    onError: metrics.redisError,
-    waitReplicas: config.redis.waitReplicas,
-    waitTimeoutMs: config.redis.waitTimeoutMs,
-    onUnreplicated: (acknowledged) =>
-      log.warn(
-        { acknowledged, wanted: config.redis.waitReplicas },
-        'a write was not acknowledged by enough Redis replicas in time: a failover now could lose it',
-      ),
-  });
-  const store = tracingOn() ? tracedStore(stores.store) : stores.store;
-  startUp.opened(() => store.close());
-  const upgrade = await upgraded(store, log, startUp);
-  startUp.opened(() => upgrade.stop());
-  startUp.check();
-
   const dispatcher = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
   startUp.opened(() => dispatcher.destroy());
-  // Events go to an outbox in Redis with the change they report; every instance delivers them.
-  const { delivery, events } = composeEvents({ config, store, log, now: Date.now }) ?? {};
-  if (delivery) {
-    metrics.observeEvents(delivery);
-    startUp.opened(() => delivery.stop());
-  }
-  const services = composeServices({
-    config,
-    store,
+  // Redis, its durability said, the data format, events delivery and the app (compose.ts).
+  const { redis, store, broker, stop } = await startBroker(config, {
+    now: Date.now,
     dispatcher,
     log,
-    ...(events ? { events } : {}),
+    metrics,
+    startUp,
+    connected: (redis) => reportDurability(redis, log),
   });
-  const broker = createApp({ config, ...stores, store, dispatcher, log, metrics, services });
-  startUp.opened(() => broker.release());
 
   // METRICS_PORT: /metrics alone on a port of its own (behind METRICS_TOKEN too when it is set).
   const metricsServer =
@@ -183,8 +141,7 @@ async function start(
     // data format upgrade taken over (its lease let go).
     idle: async () => {
       await broker.tokens.idle();
-      await delivery?.stop();
-      await upgrade.stop();
+      await stop();
     },
     // Nothing is in flight any more, or it was cut off: no outbound request is worth waiting for.
     close: [
@@ -259,74 +216,4 @@ async function listening(
 async function closed(server: Server): Promise<void> {
   server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
-}
-
-/**
- * The store brought to this release's data format before anything is served (store/format.ts);
- * a signal stops it between two batches, its lease let go. Left to another instance, this one
- * serves, and looks again every few seconds until the upgrade is done, by the other or by itself
- * once the other's lease ran out; `stop` ends that. A store of a later format stops this broker,
- * saying so.
- */
-async function upgraded(
-  store: Store,
-  log: Logger,
-  startUp: StartUp,
-): Promise<{ stop(): Promise<void> }> {
-  const told: UpgradeOptions = {
-    // Flushed: whoever watches the start-up sees it move on.
-    onBatch: (progress) => {
-      log.debug(progress, 'upgrading the data format');
-      log.flush();
-    },
-    onSetAside: ({ key, entry, reason }) =>
-      log.warn(
-        { key, reason, entry: entry.slice(0, 1000) },
-        'set aside an entry of the previous data format that cannot be read',
-      ),
-  };
-  const report = (upgrade: FormatUpgrade): void => {
-    if (upgrade.leftToAnother)
-      log.info(
-        { format: upgrade.from, retryMs: UPGRADE_RETRY_MS },
-        'another instance is upgrading the data format: serving meanwhile, looking again until it is done',
-      );
-    else if (upgrade.from !== upgrade.to)
-      log.warn({ ...upgrade }, 'upgraded the data format of the store');
-  };
-  try {
-    // Redis may be loading its dataset (restarted) or failing over as this starts: wait, not ready.
-    const upgrade = await startUp.whileStoreDown(
-      () => upgradeFormat(store, Date.now, { ...told, signal: startUp.signal }),
-      (error, ms) => {
-        log.warn(
-          { err: error, retryMs: ms },
-          'the store does not answer yet: starting once it does',
-        );
-        log.flush();
-      },
-    );
-    report(upgrade);
-    if (!upgrade.leftToAnother) return { stop: async () => {} };
-  } catch (error) {
-    if (!(error instanceof DataFormatError)) throw error;
-    log.fatal(error.message);
-    log.flush();
-    process.exit(1);
-  }
-  const stopping = new AbortController();
-  const retried = retryUpgrade(store, Date.now, {
-    ...told,
-    signal: stopping.signal,
-    wait: (ms) => delay(ms, undefined, { signal: stopping.signal }),
-  }).then(report, (error: unknown) => {
-    if (!stopping.signal.aborted)
-      log.error({ err: error }, 'the data format upgrade failed: the next start tries again');
-  });
-  return {
-    stop: async () => {
-      stopping.abort();
-      await retried;
-    },
-  };
 }

@@ -9,19 +9,15 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
+import type { ConnectionRecord } from '../../server/src/connections/records.ts';
+import { randomToken } from '../../server/src/base/crypto.ts';
+import { createRedisClient } from '../../server/src/store/redis/clients.ts';
 import {
-  createConnectionRepository,
-  type ConnectionRecord,
-} from '../../server/src/connections/records.ts';
-import { createSealer, parseKeyring, randomToken } from '../../server/src/base/crypto.ts';
-import { createSessions } from '../../server/src/connections/sessions.ts';
-import { createRedisStore } from '../../server/src/store/redis/store.ts';
-import { createRedisClient, standalone } from '../../server/src/store/redis/clients.ts';
-import {
-  composeServices,
   createLogger,
   loadConfig,
+  startBroker,
   type Services,
+  type StartedBroker,
   type Store,
 } from '@baton/server';
 // The world's client and broker environment, from broker-env.ts: not world.ts, whose suite
@@ -57,9 +53,11 @@ export class BenchStack {
   eldFile = join(this.logDir, 'eld.json');
   redisPid = 0;
   #redisClient!: ReturnType<typeof createRedisClient>;
+  /** Broker 0 composed in the bench's process (never listening): its services, its store. */
+  #composed!: StartedBroker;
   store!: Store;
-  repo!: ReturnType<typeof createConnectionRepository>;
-  sessions!: ReturnType<typeof createSessions>;
+  repo!: Services['connections'];
+  sessions!: Services['sessions'];
 
   /**
    * `mains`: each instance's broker entry point (default server/src/main.ts), so that one run can
@@ -145,10 +143,17 @@ export class BenchStack {
     await stack.#redisClient.connect();
     const info = await stack.#redisClient.info('server');
     stack.redisPid = Number(/process_id:(\d+)/.exec(info)?.[1]);
-    const store = createRedisStore(standalone(stack.#redisClient));
-    stack.store = store;
-    stack.repo = createConnectionRepository(store, createSealer(parseKeyring(stack.key)));
-    stack.sessions = createSessions(store, Date.now);
+    // Broker 0 as it composes itself from its configuration, but without the client-side cache:
+    // with it, Redis would tell this process of every change the brokers make to what it read,
+    // during the measurement too.
+    const config = loadConfig(stack.brokerEnvs[0]!);
+    stack.#composed = await startBroker(
+      { ...config, redis: { ...config.redis, cacheEntries: 0 } },
+      { now: Date.now, dispatcher: stack.agent, log: createLogger('warn') },
+    );
+    stack.store = stack.#composed.store;
+    stack.repo = stack.#composed.services.connections;
+    stack.sessions = stack.#composed.services.sessions;
     return stack;
   }
 
@@ -158,17 +163,12 @@ export class BenchStack {
   }
 
   /**
-   * The broker's own services (sessions, connection records with their sealer) as broker `index`
-   * composes them from its configuration, over the bench's Redis client: what they write, that
-   * broker reads.
+   * The broker's own services (sessions, connection records with their sealer) as broker 0
+   * composes them from its configuration, over the bench's Redis: what they write, the brokers
+   * read (they share one keyring).
    */
-  services(index = 0): Services {
-    return composeServices({
-      config: loadConfig(this.brokerEnvs[index]!),
-      store: this.store,
-      dispatcher: this.agent,
-      log: createLogger('warn'),
-    });
+  services(): Services {
+    return this.#composed.services;
   }
 
   /**
@@ -279,6 +279,8 @@ export class BenchStack {
   }
 
   async close(): Promise<void> {
+    await this.#composed?.stop();
+    await this.store?.close();
     if (this.#redisClient?.isOpen) await this.#redisClient.close();
     for (const broker of this.brokers) await broker.stop();
     await this.bare?.stop();

@@ -1,14 +1,9 @@
 import {
-  composeEvents,
-  composeServices,
   configureServer,
-  createApp,
   createLogger,
   createMetrics,
-  createRedis,
   loadConfig,
-  storeDeps,
-  upgradeFormat,
+  startBroker,
   type BrokerApp,
   type Store,
 } from '@baton/server';
@@ -49,39 +44,15 @@ export async function startInProcess(
   const config = loadConfig({ PUBLIC_URL: url, ...env });
   const logs = new LogCapture();
   const log = createLogger(config.logLevel, logs);
-  const { now } = options;
-  // As main.ts does: the client-side cache on, so every suite exercises its invalidation.
-  const redis = createRedis(
-    config.redis.topology ?? { mode: 'standalone', url: env.REDIS_URL ?? '' },
-    { cacheEntries: config.redis.cacheEntries },
-  );
-  redis.client.on('error', () => {});
-  await redis.client.connect();
-  const real = storeDeps(redis);
-  const stores = options.wrapStore ? { ...real, store: options.wrapStore(real.store) } : real;
-  // As main.ts does: the store brought to this release's data format before anything is served.
-  await upgradeFormat(stores.store, now);
-  const { store } = stores;
   const dispatcher = new Agent();
-  // EVENTS_WEBHOOK_URL in `env`: events are recorded and delivered as main.ts does, on the clock.
-  const { delivery, events } = composeEvents({ config, store, log, now: now }) ?? {};
-  const metrics = options.metrics ? createMetrics() : undefined;
-  if (delivery) metrics?.observeEvents(delivery);
-  const services = composeServices({
-    config,
-    store,
+  // As main.ts does (startBroker): the client-side cache on, so every suite exercises its
+  // invalidation; events recorded and delivered on the clock when `env` has EVENTS_WEBHOOK_URL.
+  const { redis, store, broker, stop } = await startBroker(config, {
+    now: options.now,
     dispatcher,
     log,
-    now,
-    ...(events ? { events } : {}),
-  });
-  const broker = createApp({
-    config,
-    ...stores,
-    dispatcher,
-    log,
-    services,
-    ...(metrics ? { metrics } : {}),
+    ...(options.metrics ? { metrics: createMetrics() } : {}),
+    ...(options.wrapStore ? { wrapStore: options.wrapStore } : {}),
   });
   // Checked against docs/openapi.json where the suite asks for it (contract-setup.ts).
   server.on('request', observed(broker.app));
@@ -96,9 +67,9 @@ export async function startInProcess(
       closing ??= (async () => {
         server.closeAllConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
-        await delivery?.stop();
+        await stop();
         await dispatcher.close();
-        if (redis.client.isOpen) await redis.client.close();
+        if (redis?.client.isOpen) await redis.client.close();
       })();
       return closing;
     },

@@ -1,11 +1,4 @@
-import {
-  composeServices,
-  createLogger,
-  createRedis,
-  createRedisStore,
-  loadConfig,
-  type Store,
-} from '@baton/server';
+import { createLogger, loadConfig, startBroker, type StartedBroker } from '@baton/server';
 import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -104,28 +97,25 @@ async function grants(agent: Agent, providerUrl: string, count: number): Promise
 
 describe('Redis Cluster (3 masters): S6 sessions spread over the masters', () => {
   const agent = new Agent({ connections: 32 });
-  let store: Store | undefined;
+  /** A broker composed as the world's are, never listening, its reads all reaching Redis (no cache). */
+  let composed: StartedBroker | undefined;
   beforeAll(async () => {
     const config = loadConfig(world.env);
     if (!config.redis.topology) throw new Error('the world gave the brokers no Redis');
-    const redis = createRedis(config.redis.topology, { cacheEntries: 0 });
-    redis.client.on('error', () => {});
-    await redis.client.connect();
-    store = createRedisStore(redis);
+    composed = await startBroker(
+      { ...config, redis: { ...config.redis, cacheEntries: 0 } },
+      { now: Date.now, dispatcher: agent, log: createLogger('warn') },
+    );
   });
   afterAll(async () => {
-    await store?.close();
+    await composed?.stop();
+    await composed?.store.close();
     await agent.close();
   });
 
   it(`${SESSIONS.toLocaleString('en-US')} sessions and ${CALLS.toLocaleString('en-US')} calls over random ones: keys and data commands per master within ±15 % of the mean`, async () => {
     const cluster = world.redis;
-    const services = composeServices({
-      config: loadConfig(world.env),
-      store: store!,
-      dispatcher: agent,
-      log: createLogger('warn'),
-    });
+    const { services } = composed!;
     const providerUrl = world.env.AUTH_URL!;
     const pool = await grants(agent, providerUrl, 50);
 
