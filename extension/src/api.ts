@@ -1,4 +1,10 @@
-import type { DisconnectedReason, ErrorCode, PROXY_METHODS } from '@baton/shared';
+import type {
+  DisconnectedReason,
+  PROXY_FRAMING_HEADERS,
+  PROXY_METHODS,
+  ProxyAnswerHeader,
+} from '@baton/shared';
+import type { BrokerCallCode } from './problems.ts';
 
 /**
  * The API for the integrator's own code (docs/extending.md): an extension page or a content script
@@ -27,15 +33,11 @@ export interface ApiRequest {
   readonly body?: unknown;
 }
 
-/** The license API's answer headers a caller may read; the broker passes on no others. */
-export const API_ANSWER_HEADERS = [
-  'content-type',
-  'content-language',
-  'etag',
-  'last-modified',
-  'retry-after',
-] as const;
-export type ApiAnswerHeader = (typeof API_ANSWER_HEADERS)[number];
+/**
+ * The license API's answer headers a caller may read: those the broker passes on
+ * (`PROXY_ANSWER_HEADERS`), but for the body's framing.
+ */
+export type ApiAnswerHeader = Exclude<ProxyAnswerHeader, (typeof PROXY_FRAMING_HEADERS)[number]>;
 
 export type ApiResult =
   | {
@@ -61,25 +63,21 @@ export type ApiConnectionsResult =
   | { readonly ok: false; readonly error: ApiError };
 
 /**
- * Why there is no answer from the license API. The broker's own codes (`ErrorCode`: its answer
- * carried `Baton-Error`; `invalid_request` is also the extension's, for a request it refuses
- * before it leaves), and the extension's:
+ * Why there is no answer from the license API: calling the broker failed (`BrokerCallCode` in
+ * problems.ts: the broker's own codes, its answer carrying `Baton-Error`, or `permission_missing`,
+ * `broker_unreachable`, `timeout`, `unexpected`; `invalid_request` is also the extension's, for a
+ * request it refuses before it leaves), or the API's own:
  */
 export type ApiErrorCode =
-  | ErrorCode
+  | BrokerCallCode
   /** No session with the broker in use: the user must connect a license in the popup first. */
   | 'signed_out'
-  /** The extension may not reach the broker (its host permission is not granted). */
-  | 'permission_missing'
-  | 'broker_unreachable'
-  | 'timeout'
   /** The answer is larger than `API_MAX_ANSWER_BYTES`. */
   | 'answer_too_large'
   /** A content script on an origin the build does not list (WXT_API_ORIGINS). */
   | 'origin_not_allowed'
   /** The background did not answer (the extension was reloaded, or the message was refused). */
-  | 'no_answer'
-  | 'unexpected';
+  | 'no_answer';
 
 export interface ApiError {
   readonly code: ApiErrorCode;
@@ -137,8 +135,6 @@ export type ApiChangesMessage =
   | { readonly type: 'api.change'; readonly change: ApiChange }
   | { readonly type: 'api.refused'; readonly error: ApiError };
 
-/** The broker reads a request body up to 1 MiB; a larger one is refused before it leaves. */
-export const API_MAX_REQUEST_BYTES = 1024 * 1024;
 /** An answer is read up to this much: a message to a page is no place for more. */
 export const API_MAX_ANSWER_BYTES = 1024 * 1024;
 /** The query string, encoded. */
@@ -164,6 +160,11 @@ export const API_ERROR_MESSAGES: Record<ApiErrorCode, string> = {
   no_answer: 'The extension did not answer.',
   unexpected: 'Something unexpected went wrong.',
 };
+
+/** Whether an API call can end with `code`: the codes of `API_ERROR_MESSAGES`, and no other. */
+export function isApiErrorCode(code: string): code is ApiErrorCode {
+  return Object.hasOwn(API_ERROR_MESSAGES, code);
+}
 
 export function apiError(code: ApiErrorCode, message?: string, retryAt?: number): ApiError {
   return {

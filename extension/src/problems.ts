@@ -1,24 +1,36 @@
 import type { AuthRedirectError, ErrorCode } from '@baton/shared';
 
 /**
- * Everything that can go wrong, as the popup explains it. The broker's own codes (`ErrorCode`)
- * and the flow's redirect errors (`AuthRedirectError`) come from @baton/shared; the rest are the
- * extension's: the broker can't be reached, the user closed the window, and so on.
+ * The extension's error codes, one vocabulary: the broker's own (`ErrorCode`) and the flow's
+ * redirect errors (`AuthRedirectError`) as @baton/shared spells them, and the extension's, each
+ * written once. The popup explains a `ProblemCode`; the integrator's API answers with an
+ * `ApiErrorCode` (api.ts: these for calling the broker, and four of its own); a code in both means
+ * the same in both.
  */
-export type ProblemCode =
+
+/** Calling the broker, from the popup or from the integrator's API (api.ts's `ApiErrorCode`). */
+export type BrokerCallCode =
   | ErrorCode
-  | AuthRedirectError
+  /** The extension may not reach the broker (its host permission is not granted). */
+  | 'permission_missing'
   | 'broker_unreachable'
   | 'timeout'
-  | 'permission_missing'
+  | 'unexpected';
+
+/**
+ * Everything that can go wrong, as the popup explains it (ui/problem-text.ts): calling the broker,
+ * the authorization flow, a license API's own refusal.
+ */
+export type ProblemCode =
+  | BrokerCallCode
+  | AuthRedirectError
   | 'cancelled'
   | 'auth_page_failed'
   /** The broker does not accept this browser's redirect URL (EXTENSION_REDIRECT_URLS). */
   | 'redirect_not_allowed'
   | 'interrupted'
   /** A license API's own answer through the proxy, about that call: not the broker's error. */
-  | 'upstream_refused'
-  | 'unexpected';
+  | 'upstream_refused';
 
 export interface Problem {
   readonly code: ProblemCode;

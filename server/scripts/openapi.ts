@@ -20,6 +20,7 @@ import {
   ERROR_STATUS,
   errorBodySchema,
   healthResponseSchema,
+  PROXY_ANSWER_HEADERS,
   PROXY_METHODS,
   readinessResponseSchema,
   redirectCheckResponseSchema,
@@ -42,7 +43,6 @@ import {
 } from 'zod-openapi';
 import manifest from '../package.json' with { type: 'json' };
 import { FORWARDED_REQUEST_HEADERS } from '../src/connections/proxy.ts';
-import { RETURNED_RESPONSE_HEADERS } from '../src/connections/upstream.ts';
 
 /** Where the document lives, from the repository's root. */
 export const OPENAPI_PATH = fileURLToPath(new URL('../../docs/openapi.json', import.meta.url));
@@ -362,7 +362,7 @@ const PROXY_ERRORS: ErrorCode[] = [
 
 /** What the proxy passes on of the license API's answer. */
 const passedThrough: ZodOpenApiResponseObject = {
-  description: `The license API's answer about this call, without ${BROKER_ERROR_HEADER}: its status (never 1xx or 3xx: a redirect is the broker's 503), its body as it streams, and of its headers only ${RETURNED_RESPONSE_HEADERS.join(', ')}; never Set-Cookie or Location. A 401 here is the license API's, not about the session.`,
+  description: `The license API's answer about this call, without ${BROKER_ERROR_HEADER}: its status (never 1xx or 3xx: a redirect is the broker's 503), its body as it streams, and of its headers only ${PROXY_ANSWER_HEADERS.join(', ')}; never Set-Cookie or Location. A 401 here is the license API's, not about the session.`,
   headers: z.object({ 'Cache-Control': noStore }),
   content: { '*/*': {} },
 };

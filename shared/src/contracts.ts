@@ -110,3 +110,33 @@ export type ConnectionsResponse = z.infer<typeof connectionsResponseSchema>;
 
 /** Methods the proxy forwards to `{api_url}/<path>`. */
 export const PROXY_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/**
+ * The largest body a proxied call may send (1 MiB): the broker reads no more, and the extension
+ * refuses a larger one before it leaves.
+ */
+export const PROXY_MAX_REQUEST_BYTES = 1024 * 1024;
+
+/**
+ * The license API's answer headers the proxy passes on, in the order docs/openapi.json lists them;
+ * never Set-Cookie, Location, a hop-by-hop header or the broker's mark (`BROKER_ERROR_HEADER`).
+ */
+export const PROXY_ANSWER_HEADERS = [
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'content-language',
+  'etag',
+  'last-modified',
+  'retry-after',
+] as const;
+export type ProxyAnswerHeader = (typeof PROXY_ANSWER_HEADERS)[number];
+
+/**
+ * Of those, the two that frame the bytes on the wire: a reader of the decoded body (the
+ * extension's API) has no use for them, and passes on only the others.
+ */
+export const PROXY_FRAMING_HEADERS = [
+  'content-length',
+  'content-encoding',
+] as const satisfies readonly ProxyAnswerHeader[];

@@ -1,24 +1,39 @@
+import { PROXY_ANSWER_HEADERS, PROXY_FRAMING_HEADERS, type ProxyAnswerHeader } from '@baton/shared';
 import {
-  API_ANSWER_HEADERS,
   API_MAX_ANSWER_BYTES,
   apiError,
+  isApiErrorCode,
+  type ApiAnswerHeader,
   type ApiConnectionsResult,
   type ApiError,
-  type ApiErrorCode,
   type ApiHandlers,
   type ApiResult,
 } from '../api.ts';
-import { ProblemError, toProblem, type ProblemCode } from '../problems.ts';
+import { ProblemError, toProblem } from '../problems.ts';
 import { checkApiRequest } from './api-request.ts';
 import type { BrokerClient } from './broker-client.ts';
 import type { BackgroundCore } from './core.ts';
+
+/** What the integrator's API takes from the core. */
+export type ApiCallsCore = Pick<
+  BackgroundCore,
+  | 'state'
+  | 'log'
+  | 'brokerUrlOf'
+  | 'tokenOf'
+  | 'clientFor'
+  | 'requirePermission'
+  | 'epoch'
+  | 'endSession'
+  | 'noteDisconnected'
+>;
 
 /**
  * The integrator's API (api.ts) over the session the popup holds: each call goes to the broker in
  * use with the session token, which stays here; the answer comes back as a result, never as a
  * rejection. The broker's word that the session is gone ends it here too, as for the popup.
  */
-export function createApiCalls(core: BackgroundCore): ApiHandlers {
+export function createApiCalls(core: ApiCallsCore): ApiHandlers {
   /** Runs `work` with the session's client and token, every failure as an ApiError. */
   async function withSession<T>(
     what: string,
@@ -35,7 +50,9 @@ export function createApiCalls(core: BackgroundCore): ApiHandlers {
       const problem = toProblem(error);
       core.log(`${what}.failed`, { code: problem.code });
       if (problem.code === 'invalid_session') await core.endSession({ kind: 'session_ended' });
-      return { ok: false, error: apiError(apiCodeOf(problem.code), undefined, problem.retryAt) };
+      // A code of calling the broker is the API's too; the flow's never arise here.
+      const code = isApiErrorCode(problem.code) ? problem.code : 'unexpected';
+      return { ok: false, error: apiError(code, undefined, problem.retryAt) };
     }
   }
 
@@ -77,26 +94,11 @@ export function createApiCalls(core: BackgroundCore): ApiHandlers {
   };
 }
 
-/** The extension's problems that an API caller can meet keep their code; the rest are unexpected. */
-const API_CODES: ReadonlySet<ProblemCode> = new Set<ApiErrorCode & ProblemCode>([
-  'invalid_request',
-  'invalid_session',
-  'invalid_grant',
-  'not_found',
-  'reauthorization_required',
-  'upstream_unavailable',
-  'upstream_too_large',
-  'rate_limited',
-  'server_error',
-  'permission_missing',
-  'broker_unreachable',
-  'timeout',
-  'unexpected',
-]);
-
-function apiCodeOf(code: ProblemCode): ApiErrorCode {
-  return API_CODES.has(code) ? (code as ApiErrorCode) : 'unexpected';
-}
+/** The answer headers a caller reads: those the broker passes on, but for the body's framing. */
+const API_ANSWER_HEADERS = PROXY_ANSWER_HEADERS.filter(
+  (name: ProxyAnswerHeader): name is ApiAnswerHeader =>
+    !(PROXY_FRAMING_HEADERS as readonly string[]).includes(name),
+);
 
 const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i;
 
@@ -104,7 +106,7 @@ const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i;
 async function readAnswer(response: Response): Promise<ApiResult> {
   const bytes = await readBounded(response, API_MAX_ANSWER_BYTES);
   if (bytes === null) return { ok: false, error: apiError('answer_too_large') };
-  const headers: Partial<Record<(typeof API_ANSWER_HEADERS)[number], string>> = {};
+  const headers: Partial<Record<ApiAnswerHeader, string>> = {};
   for (const name of API_ANSWER_HEADERS) {
     const value = response.headers.get(name);
     if (value !== null) headers[name] = value;

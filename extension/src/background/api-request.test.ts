@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { API_MAX_QUERY_LENGTH, API_MAX_REQUEST_BYTES } from '../api.ts';
+import { PROXY_MAX_REQUEST_BYTES } from '@baton/shared';
+import { API_MAX_QUERY_LENGTH } from '../api.ts';
 import { checkApiRequest } from './api-request.ts';
 
 const base = { connectionId: 'conn-a', method: 'GET', path: 'users.me' };
@@ -67,7 +68,7 @@ describe('checkApiRequest', () => {
     ],
     [
       'a body over 1 MiB',
-      { ...base, method: 'PUT', body: 'x'.repeat(API_MAX_REQUEST_BYTES) },
+      { ...base, method: 'PUT', body: 'x'.repeat(PROXY_MAX_REQUEST_BYTES) },
       'The body is larger',
     ],
   ])('refuses %s, naming the field', (_name, data, why) => {

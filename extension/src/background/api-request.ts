@@ -1,11 +1,10 @@
-import { checkProxyPath, isConnectionId, PROXY_METHODS } from '@baton/shared';
 import {
-  API_MAX_QUERY_LENGTH,
-  API_MAX_REQUEST_BYTES,
-  apiError,
-  type ApiError,
-  type ApiMethod,
-} from '../api.ts';
+  checkProxyPath,
+  isConnectionId,
+  PROXY_MAX_REQUEST_BYTES,
+  PROXY_METHODS,
+} from '@baton/shared';
+import { API_MAX_QUERY_LENGTH, apiError, type ApiError, type ApiMethod } from '../api.ts';
 
 /** An `api.request` the broker will take, ready to send. */
 export interface ApiCall {
@@ -60,8 +59,8 @@ export function checkApiRequest(data: unknown): CheckedApiRequest {
     if (method === 'GET') return refuse('A GET request takes no body.');
     json = toJson(body);
     if (json === null) return refuse('body must be a JSON value.');
-    if (new TextEncoder().encode(json).length > API_MAX_REQUEST_BYTES)
-      return refuse(`The body is larger than ${API_MAX_REQUEST_BYTES} bytes.`);
+    if (new TextEncoder().encode(json).length > PROXY_MAX_REQUEST_BYTES)
+      return refuse(`The body is larger than ${PROXY_MAX_REQUEST_BYTES} bytes.`);
   }
   return {
     ok: true,

@@ -1,7 +1,7 @@
 import { BROKER_ERROR_HEADER, ERROR_CODES, ERROR_STATUS, type ErrorCode } from '@baton/shared';
 import { describe, expect, it } from 'vitest';
 import { ProblemError } from '../problems.ts';
-import { createBrokerClient, parseRetryAfter, problemFromResponse } from './broker-client.ts';
+import { createBrokerClient, problemFromResponse } from './broker-client.ts';
 
 const NOW = Date.UTC(2025, 0, 15, 9, 30);
 const now = () => NOW;
@@ -67,19 +67,6 @@ describe('problemFromResponse', () => {
         retryAt: NOW + 30_000,
       },
     );
-  });
-});
-
-describe('parseRetryAfter', () => {
-  it.each([
-    ['absent', null, undefined],
-    ['seconds', '120', NOW + 120_000],
-    ['an HTTP date', new Date(NOW + 60_000).toUTCString(), NOW + 60_000],
-    ['a date in the past', new Date(NOW - 60_000).toUTCString(), NOW],
-    ['garbage', 'soon', undefined],
-    ['negative', '-5', undefined],
-  ])('reads %s', (_name, header, expected) => {
-    expect(parseRetryAfter(header, NOW)).toBe(expected);
   });
 });
 

@@ -2,6 +2,7 @@ import {
   BROKER_ERROR_HEADER,
   connectionsResponseSchema,
   errorBodySchema,
+  parseRetryAfter,
   redirectCheckResponseSchema,
   routes,
   sessionCreateResponseSchema,
@@ -206,15 +207,4 @@ function problemCodeForStatus(status: number, type: ResponseType): ProblemCode {
   if (status === 502 || status === 503 || status === 504) return 'broker_unreachable';
   if (status >= 500) return 'server_error';
   return 'unexpected';
-}
-
-/** `Retry-After`: delay-seconds or an HTTP date; undefined when absent or unreadable. */
-export function parseRetryAfter(header: string | null, nowMs: number): number | undefined {
-  if (header === null) return undefined;
-  const value = header.trim();
-  if (/^\d+$/.test(value)) return nowMs + Number(value) * 1000;
-  // An HTTP date has a weekday and a month name; anything else ("-5", "1.5") is unreadable.
-  if (!/[a-z]/i.test(value)) return undefined;
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(date, nowMs);
 }

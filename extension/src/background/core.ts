@@ -52,8 +52,9 @@ export interface BackgroundDeps {
 
 /**
  * What the background's parts (the flow runner, the settings, the connection list, the API) share:
- * the injected effects, the two stores, and the few rules about them. service.ts makes it; the
- * parts take it and import nothing of service.ts.
+ * the injected effects, the two stores, and the few rules about them. service.ts makes it; each
+ * part takes only the members it uses (a `Pick` of this, named beside the part: `SyncCore`,
+ * `FlowRunnerCore`, `SettingsCore`, `ApiCallsCore`) and imports nothing of service.ts.
  */
 export interface BackgroundCore {
   readonly deps: BackgroundDeps;

@@ -2,15 +2,35 @@ import type { Locale } from '@baton/shared';
 import { ProblemError, toProblem } from '../problems.ts';
 import type { FlowState } from '../state/view.ts';
 import { upsertConnection } from './connection-views.ts';
-import type { BackgroundCore } from './core.ts';
+import type { BackgroundCore, BackgroundDeps } from './core.ts';
 import { authStartUrl, createPkce, launchFailure, readFinalRedirect } from './flow.ts';
+
+/**
+ * What the flow takes from the core, and of the injected effects: the browser's auth window, the
+ * PKCE verifier and the keep-alive.
+ */
+export type FlowRunnerCore = Pick<
+  BackgroundCore,
+  | 'state'
+  | 'view'
+  | 'now'
+  | 'log'
+  | 'brokerUrlOf'
+  | 'tokenOf'
+  | 'clientFor'
+  | 'withState'
+  | 'requirePermission'
+  | 'track'
+  | 'newEpoch'
+  | 'refresh'
+> & { readonly deps: Pick<BackgroundDeps, 'identity' | 'createVerifier' | 'keepAlive'> };
 
 /**
  * The authorization flow as the background runs it: PKCE, the broker's /auth/start in the
  * browser's auth window, the handoff redeemed at POST /session (joining the session there is),
  * the outcome written to the view. One flow at a time.
  */
-export function createFlowRunner(core: BackgroundCore) {
+export function createFlowRunner(core: FlowRunnerCore) {
   const { deps, state, view, now } = core;
   let activeFlow: FlowState | null = null;
 

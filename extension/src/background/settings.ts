@@ -2,13 +2,26 @@ import { hostPermissionFor, parseBrokerUrl } from '../broker-url.ts';
 import { effectiveSettings, managedFields } from '../managed.ts';
 import type { SettingsChange, SettingsSaveResult, SettingsView } from '../messaging.ts';
 import type { PersistedState } from '../state/persisted.ts';
-import type { BackgroundCore } from './core.ts';
+import type { BackgroundCore, BackgroundDeps } from './core.ts';
+
+/**
+ * What the settings take from the core, and of the injected effects: the build's broker, the
+ * redirect URL the options page shows, and the host permission check.
+ */
+export type SettingsCore = Pick<
+  BackgroundCore,
+  'state' | 'view' | 'log' | 'managed' | 'brokerUrlOf' | 'withState' | 'newEpoch' | 'refresh'
+> & {
+  readonly deps: Pick<BackgroundDeps, 'buildBrokerUrl' | 'hasHostPermission'> & {
+    readonly identity: Pick<BackgroundDeps['identity'], 'getRedirectURL'>;
+  };
+};
 
 /**
  * The options page's settings: read with what the page must show (which of them the organisation
  * holds), and saved with checks. A setting the organisation holds cannot be changed here.
  */
-export function createSettings(core: BackgroundCore) {
+export function createSettings(core: SettingsCore) {
   const { deps, state, view } = core;
 
   async function settingsView(s: PersistedState): Promise<SettingsView> {

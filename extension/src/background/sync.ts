@@ -7,11 +7,31 @@ import { mergeConnections } from './connection-views.ts';
 import type { BackgroundCore } from './core.ts';
 
 /**
+ * What the connection list and the session take from the core; the core's `refresh`, `endSession`
+ * and `noteDisconnected` are this part's own.
+ */
+export type SyncCore = Pick<
+  BackgroundCore,
+  | 'state'
+  | 'view'
+  | 'now'
+  | 'log'
+  | 'brokerUrlOf'
+  | 'tokenOf'
+  | 'clientFor'
+  | 'withState'
+  | 'requirePermission'
+  | 'track'
+  | 'epoch'
+  | 'newEpoch'
+>;
+
+/**
  * The connection list and the session, as the popup sees them: the list and each user record
  * loaded from the broker (one refresh at a time; what an older session or broker brings back late
  * is dropped), a connection disconnected, the session signed out of or ended.
  */
-export function createSync(core: BackgroundCore) {
+export function createSync(core: SyncCore) {
   const { state, view, now } = core;
   let refreshing: Promise<void> | null = null;
 

@@ -1,16 +1,6 @@
+import { PROXY_ANSWER_HEADERS } from '@baton/shared';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
-
-/** Response headers that may come back; never Set-Cookie, Location or hop-by-hop headers. */
-export const RETURNED_RESPONSE_HEADERS = [
-  'content-type',
-  'content-length',
-  'content-encoding',
-  'content-language',
-  'etag',
-  'last-modified',
-  'retry-after',
-] as const;
 
 /** A dropped answer's body is read up to this much to keep the connection; beyond, it is cut. */
 const DROP_LIMIT = 64 * 1024;
@@ -142,7 +132,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
     this.#mode = 1;
     res.statusCode = status;
-    for (const name of RETURNED_RESPONSE_HEADERS) {
+    // Of the answer's headers only these (never Set-Cookie, Location or a hop-by-hop header).
+    for (const name of PROXY_ANSWER_HEADERS) {
       const value = headers[name];
       if (value !== undefined) res.setHeader(name, value);
     }

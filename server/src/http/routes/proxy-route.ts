@@ -1,4 +1,4 @@
-import { PROXY_METHODS, routeTemplates } from '@baton/shared';
+import { PROXY_MAX_REQUEST_BYTES, PROXY_METHODS, routeTemplates } from '@baton/shared';
 import express, { type Request, type Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Track } from '../access-log.ts';
@@ -78,9 +78,9 @@ function queryForm(query: string | undefined): Below {
 export function proxyRoute(deps: ProxyRouteDeps) {
   const { requireSid, loadConnection, track, prepare, fail } = deps;
   const proxy = createProxy(deps);
-  const raw = express.raw({ type: () => true, limit: '1mb' });
+  const raw = express.raw({ type: () => true, limit: PROXY_MAX_REQUEST_BYTES });
 
-  /** The request body (up to 1 MB), or null when it has none. */
+  /** The request body (up to `PROXY_MAX_REQUEST_BYTES`, 1 MiB), or null when it has none. */
   const readBody = (req: IncomingMessage, res: ServerResponse): Promise<Buffer | null> | null =>
     !hasBody(req)
       ? null
