@@ -32,24 +32,34 @@ export function createRotatedPairs(deps: {
     const { id } = current.record;
     const next: ConnectionRecord = { ...current.record, tokens };
     delete next.refreshLost;
-    const saved = await connections.save(sid, next, current.version).catch((error: unknown) => {
+    const pair: Pair = {
+      next,
+      expected: current.version,
+      used: current.record.tokens?.refreshToken,
+    };
+    // The store going away at any point here (the write, or the look after a refused one) leaves
+    // this pair the only one: the lock is kept and the pair offered again while the lease lasts.
+    const result = await saved(sid, pair).catch((error: unknown) => {
       if (isStoreDown(error)) {
         lease.kept = true;
-        void storeWhenBack(sid, next, current.version, lease);
+        void storeWhenBack(sid, pair, lease);
       }
       throw error;
     });
-    let result: LoadedConnection | null = { record: next, version: current.version + 1 };
-    if (!saved) {
-      result = await afterRefused(sid, next, current.version);
-      if (result?.record !== next) {
-        // A holder whose lease ran out: a newer pair is stored; keep that one.
-        log.warn({ connection: id }, 'refresh finished after its lease; keeping the newer pair');
-        return result ?? current;
-      }
+    if (result?.record !== next) {
+      // A holder whose lease ran out: a newer pair is stored; keep that one.
+      log.warn({ connection: id }, 'refresh finished after its lease; keeping the newer pair');
+      return result ?? current;
     }
     log.info({ connection: id, reason: 'rotated' }, 'refreshed access token');
     return result;
+  }
+
+  /** The pair's versioned write, or, refused, what afterRefused makes of it: what the store holds. */
+  async function saved(sid: string, pair: Pair): Promise<LoadedConnection | null> {
+    if (await connections.save(sid, pair.next, pair.expected))
+      return { record: pair.next, version: pair.expected + 1 };
+    return afterRefused(sid, pair);
   }
 
   /**
@@ -60,16 +70,22 @@ export function createRotatedPairs(deps: {
    * pair in hand is the newest there is. It is written over that disconnection, which is reported
    * undone. A lower stored version means the store went back in time (a failover promoted a replica
    * that had not received the last writes): the stored pair is already used up at the provider and
-   * the one in hand is the only valid one, so it is written over the stale record. Answers what the
+   * the one in hand is the only valid one, so it is written over the stale record. A stored record
+   * that still holds the refresh token this refresh used up was written without a new pair (a 401
+   * noted, a lost answer marked): the pair in hand is newer, and written over it. Answers what the
    * store holds afterwards.
    */
-  async function afterRefused(
-    sid: string,
-    next: ConnectionRecord,
-    expected: number,
-  ): Promise<LoadedConnection | null> {
+  async function afterRefused(sid: string, pair: Pair): Promise<LoadedConnection | null> {
+    const { next, expected, used } = pair;
     const stored = await connections.load(sid, next.id);
     if (!stored) return null;
+    if (
+      stored.version > expected &&
+      used !== undefined &&
+      stored.record.tokens?.refreshToken === used &&
+      (await connections.save(sid, next, stored.version))
+    )
+      return { record: next, version: stored.version + 1 };
     if (stored.version < expected && (await connections.save(sid, next, stored.version))) {
       log.warn(
         { connection: next.id, stored: stored.version, expected },
@@ -100,21 +116,15 @@ export function createRotatedPairs(deps: {
    * lease lasts; the lock is released only then, so no other holder refreshes with the used token
    * meanwhile. The versioned write keeps whatever someone else stored since.
    */
-  async function storeWhenBack(
-    sid: string,
-    record: ConnectionRecord,
-    version: number,
-    lease: HeldLock,
-  ): Promise<void> {
+  async function storeWhenBack(sid: string, pair: Pair, lease: HeldLock): Promise<void> {
+    const record = pair.next;
     for (let attempt = 0; attempt < Math.ceil(lock.leaseMs / STORE_RETRY_MS); attempt++) {
       await deps.sleep(STORE_RETRY_MS);
       try {
         // Stored now, or by an earlier attempt that Redis applied without answering in time:
         // either way the store holds this pair.
-        const written =
-          (await connections.save(sid, record, version)) ||
-          (await afterRefused(sid, record, version))?.record.tokens?.refreshToken ===
-            record.tokens?.refreshToken;
+        const stored = await saved(sid, pair);
+        const written = stored?.record.tokens?.refreshToken === record.tokens?.refreshToken;
         if (written) await backoffs.clear(sid, record.id);
         await lock.release(lease);
         log.warn(
@@ -136,6 +146,16 @@ export function createRotatedPairs(deps: {
   }
 
   return { store };
+}
+
+/**
+ * A rotated pair on its way to the store: the record with it, the version it was read at, and the
+ * refresh token it used up (undefined: none was stored).
+ */
+interface Pair {
+  next: ConnectionRecord;
+  expected: number;
+  used: string | undefined;
 }
 
 /** A disconnection a refresh's rejection made (refresh/service.ts's `disconnect`). */

@@ -23,13 +23,19 @@ const KEYRING = `k:${Buffer.alloc(32, 3).toString('base64')}`;
  */
 function flakyStore() {
   const inner = createMemoryStore(() => NOW);
-  const state: { down: boolean; unanswered?: keyof Store | undefined } = { down: false };
+  const state: {
+    down: boolean;
+    unanswered?: keyof Store | undefined;
+    /** The store goes down once this method has answered. */
+    downAfter?: keyof Store | undefined;
+  } = { down: false };
   const store = new Proxy(inner, {
     get(target, property: keyof Store) {
       const method = target[property];
       return async (...args: unknown[]) => {
         if (state.down) throw new StoreUnavailableError('Redis did not answer');
         const answer = await (method as (...a: unknown[]) => unknown).apply(target, args);
+        if (state.downAfter === property) [state.down, state.downAfter] = [true, undefined];
         if (state.unanswered !== property) return answer;
         state.unanswered = undefined;
         throw new StoreUnavailableError('Redis did not answer within 1000 ms');
@@ -123,6 +129,49 @@ describe('a refresh whose new pair the store cannot take', () => {
       record: { tokens: rotated },
     });
     expect(await store.get(keys.backoff(SID, 'c1'))).toBeNull();
+  });
+});
+
+describe('a refresh whose record changed meanwhile without a new pair', () => {
+  const rotated: TokenSet = {
+    accessToken: 'at-2',
+    refreshToken: 'rt-2',
+    expiresAt: NOW + 3_600_000,
+  };
+
+  it('stores its pair over a note written meanwhile (a 401 not cured): the pair is the newer', async () => {
+    const store = createMemoryStore(() => NOW);
+    const repository = createConnectionRepository(store, createSealer(parseKeyring(KEYRING)));
+    const { tokens, connections, loaded } = await service(store, async () => {
+      // While the provider answers, another call notes an uncured 401: a write of the same pair.
+      const seen = (await repository.load(SID, 'c1'))!;
+      await repository.save(SID, { ...seen.record, uncuredAt: NOW }, seen.version);
+      return rotated;
+    });
+    expect((await tokens.usable(SID, loaded)).record.tokens).toEqual(rotated);
+    expect(await connections.load(SID, 'c1')).toMatchObject({
+      version: 3,
+      record: { status: 'connected', tokens: rotated },
+    });
+  });
+
+  it('keeps the lock and stores its pair once the store is back, when it fails while looking', async () => {
+    const { store, state } = flakyStore();
+    const repository = createConnectionRepository(store, createSealer(parseKeyring(KEYRING)));
+    const { tokens, connections, sleeps, loaded } = await service(store, async () => {
+      const seen = (await repository.load(SID, 'c1'))!;
+      await repository.save(SID, { ...seen.record, uncuredAt: NOW }, seen.version);
+      state.downAfter = 'setVersioned';
+      return rotated;
+    });
+    await expect(tokens.usable(SID, loaded)).rejects.toBeInstanceOf(StoreUnavailableError);
+    state.down = false;
+    expect(await store.get(keys.refreshLock(SID, 'c1'))).not.toBeNull();
+    sleeps.shift()!();
+    await vi.waitFor(async () => {
+      expect(await store.get(keys.refreshLock(SID, 'c1'))).toBeNull();
+    });
+    expect(await connections.load(SID, 'c1')).toMatchObject({ record: { tokens: rotated } });
   });
 });
 
