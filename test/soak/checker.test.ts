@@ -249,6 +249,64 @@ describe('the checker', () => {
       expect(verdict(history).explained).toEqual([]);
     });
 
+    /** The refresh token rt1 presented again by instance 1, and refused as used. */
+    const reusedByAnother = (history: History) =>
+      history.tokens.push(
+        token(3, {
+          presented: 'rt1',
+          pid: 101,
+          outcome: 'rejected',
+          status: 400,
+          description: 'The refresh token was already used.',
+        }),
+      );
+
+    it('names a rotation its broker had given up on (the answer came past its token timeout)', () => {
+      const history = clean();
+      history.tokens[2] = token(2, { presented: 'rt1', pid: 102 });
+      reusedByAnother(history);
+      expect(verdict(history).byInvariant.C1).toBe(1);
+      // The broker says it gave up: a lost answer, though the tap's write still went through.
+      history.logs.push({
+        instance: 2,
+        pid: 102,
+        line: '{"level":40,"time":2300,"connection":"c1","failure":"lost","msg":"refresh failed; backing off"}',
+      });
+      const result = verdict(history);
+      expect(result.byInvariant.C1).toBe(0);
+      expect(result.byInvariant.C2).toBe(0);
+      expect(result.explained[0]?.window).toMatch(/never reached its broker/);
+    });
+
+    it('names a drop by the planned lost answer, armed after the request was sent', () => {
+      const history = clean();
+      history.tokens[2] = token(2, { presented: 'rt1', outcome: 'dropped', answered: 2500 });
+      delete history.tokens[2]!.issued;
+      delete history.tokens[2]!.delivered;
+      history.faults.push({
+        seq: 0,
+        kind: 'provider-lost-answer',
+        target: 'provider',
+        start: 2100,
+        healStart: 5000,
+        healed: 5000,
+      });
+      reusedByAnother(history);
+      const result = verdict(history);
+      expect(result.byInvariant.C1).toBe(0);
+      expect(result.explained[0]?.window).toMatch(/planned lost answer/);
+    });
+
+    it('names a request its broker sent just before it was killed (it reached the tap after)', () => {
+      const history = clean();
+      history.lives[2] = { instance: 2, pid: 102, started: 0, ended: 1990, how: 'SIGKILL' };
+      history.tokens[2] = token(2, { presented: 'rt1', pid: 102 });
+      reusedByAnother(history);
+      const result = verdict(history);
+      expect(result.byInvariant.C1).toBe(0);
+      expect(result.explained[0]?.window).toMatch(/broker killed/);
+    });
+
     it('names a late holder paused past its lease, and accepts its reconnection (a5afb79)', () => {
       const history = clean();
       history.pauses.push({ instance: 0, pid: 100, from: 2020, to: 12_000 });
@@ -308,6 +366,38 @@ describe('the checker', () => {
         error: 'reauthorization_required',
       };
       expect(broken(history)).toContain('C2 a connection not connected at the end');
+    });
+
+    it("accepts a code refused because its license's grants were revoked after it was issued", () => {
+      const history = clean();
+      // A second sign-in: the sandbox revokes every grant of lic-1001 between the code's issue and
+      // its exchange, which forgets the code too.
+      history.flows.push({
+        user: 0,
+        session: 'u0.0',
+        license: 'lic-1001',
+        start: 6000,
+        end: 6200,
+        via: [0, 0, 0],
+        code: 'code2',
+        outcome: 'failed',
+        step: '/auth/callback',
+        joined: true,
+      });
+      history.tokens.push(
+        token(3, {
+          grant: 'auth_code',
+          presented: 'code2',
+          chain: 'code2',
+          start: 6100,
+          outcome: 'rejected',
+          status: 400,
+          description: 'The authorization code is unknown or was already used.',
+        }),
+      );
+      expect(verdict(history).byInvariant.C2).toBe(1);
+      history.revocations.push({ at: 6050, by: 'sandbox', license: 'lic-1001' });
+      expect(verdict(history).byInvariant.C2).toBe(0);
     });
 
     it('catches a reauthorization answer while the grant stood, and not one for a revoked grant', () => {

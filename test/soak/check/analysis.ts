@@ -122,7 +122,9 @@ export function analyse(history: History): Analysis {
   for (const flow of history.flows) if (flow.code !== undefined) chainOf(flow.code);
 
   for (const chain of chains.values()) {
-    const started = chain.requests[0]?.start ?? chain.flow?.start ?? 0;
+    // From its authorization on: a license's revocation between the code's issue and its exchange
+    // deletes the code too (the sandbox forgets it: "unknown or already used").
+    const started = Math.min(chain.flow?.start ?? Infinity, chain.requests[0]?.start ?? Infinity);
     const revocations = history.revocations.filter(
       (revocation) =>
         (revocation.chain === chain.code ||

@@ -8,6 +8,10 @@ import { WINDOWS, type Analysis, type Explained, type Violation } from './analys
 /** Time after a rotation's answer within which a kill of its broker counts as a kill holding it. */
 const KILL_SLACK_MS = 2000;
 
+/** How long after an answer its broker's "lost" line may come (a busy machine's event loop). */
+const GAVE_UP_SLACK_MS = 3000;
+const LOST = /"failure":"lost"/;
+
 const UNREPLICATED = /not acknowledged by enough Redis replicas|the store had lost writes/;
 
 /**
@@ -27,7 +31,9 @@ export function whyReused(
       ? []
       : analysis.linesAbout(connection, first.start - 5000, second.start + 10_000).slice(0, 8);
   if (first.outcome === 'dropped') {
-    const planned = analysis.activeFaults(first.start, 'provider-lost-answer');
+    // Armed when the sandbox dropped it, whenever it was sent (the nemesis notes a fault's start
+    // once armed: a request already on its way may be the one it drops).
+    const planned = analysis.activeFaults(first.answered ?? first.start, 'provider-lost-answer');
     if (planned.length > 0)
       return {
         window: WINDOWS.plannedLostAnswer,
@@ -38,13 +44,14 @@ export function whyReused(
       };
   }
   const answered = first.end ?? first.answered ?? first.start;
-  // Its presenter, or (when the tap could not name it: it was gone already) a broker killed then.
+  // Its presenter, or (when the tap could not name it: it was gone already) a broker killed then;
+  // a request its sender wrote just before it was killed may reach the tap just after.
   const killed = history.lives.find(
     (life) =>
       (life.pid === first.pid || first.pid === undefined) &&
       life.how === 'SIGKILL' &&
       life.ended !== undefined &&
-      life.ended >= first.start - (first.pid === undefined ? KILL_SLACK_MS : 0) &&
+      life.ended >= first.start - KILL_SLACK_MS &&
       life.ended <= answered + KILL_SLACK_MS,
   );
   if (killed)
@@ -69,13 +76,27 @@ export function whyReused(
         ...named,
       ],
     };
-  if ((first.outcome === 'rotated' && first.delivered === false) || first.outcome === 'abandoned')
+  // The answer reached its socket after the broker had given up at its token timeout (the tap's
+  // write still succeeded): the broker says so, a lost answer, at once.
+  const gaveUp =
+    first.outcome === 'rotated' && connection !== undefined && first.answered !== undefined
+      ? analysis
+          .linesAbout(connection, first.start, first.answered + GAVE_UP_SLACK_MS)
+          .find((line) => line.includes(`(pid ${first.pid},`) && LOST.test(line))
+      : undefined;
+  if (
+    (first.outcome === 'rotated' && first.delivered === false) ||
+    first.outcome === 'abandoned' ||
+    gaveUp
+  )
     return {
       window: WINDOWS.undelivered,
       trace: [
         first.outcome === 'abandoned'
           ? `tap: token request ${first.seq} cut at ${Math.round(first.start)} ms when its broker went away, after the provider had rotated`
-          : `tap: token request ${first.seq} rotated at ${Math.round(first.answered ?? 0)} ms, not delivered`,
+          : gaveUp
+            ? `tap: token request ${first.seq} sent at ${Math.round(first.start)} ms, rotated at ${Math.round(first.answered ?? 0)} ms, after its broker had given up: ${gaveUp}`
+            : `tap: token request ${first.seq} rotated at ${Math.round(first.answered ?? 0)} ms, not delivered`,
         ...named,
       ],
     };
