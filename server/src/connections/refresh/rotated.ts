@@ -46,7 +46,7 @@ export function createRotatedPairs(deps: {
       }
       throw error;
     });
-    if (result?.record !== next) {
+    if (result?.record.tokens !== tokens) {
       // A holder whose lease ran out: a newer pair is stored; keep that one.
       log.warn({ connection: id }, 'refresh finished after its lease; keeping the newer pair');
       return result ?? current;
@@ -82,10 +82,14 @@ export function createRotatedPairs(deps: {
     if (
       stored.version > expected &&
       used !== undefined &&
-      stored.record.tokens?.refreshToken === used &&
-      (await connections.save(sid, next, stored.version))
-    )
-      return { record: next, version: stored.version + 1 };
+      stored.record.tokens?.refreshToken === used
+    ) {
+      // What it noted stays: a 401 this pair's retry did not cure still holds 401s back.
+      const { uncuredAt } = stored.record;
+      const over = uncuredAt === undefined ? next : { ...next, uncuredAt };
+      if (await connections.save(sid, over, stored.version))
+        return { record: over, version: stored.version + 1 };
+    }
     if (stored.version < expected && (await connections.save(sid, next, stored.version))) {
       log.warn(
         { connection: next.id, stored: stored.version, expected },

@@ -149,9 +149,10 @@ describe('a refresh whose record changed meanwhile without a new pair', () => {
       return rotated;
     });
     expect((await tokens.usable(SID, loaded)).record.tokens).toEqual(rotated);
+    // The note stays with the new pair: the 401s it holds back are still held back.
     expect(await connections.load(SID, 'c1')).toMatchObject({
       version: 3,
-      record: { status: 'connected', tokens: rotated },
+      record: { status: 'connected', tokens: rotated, uncuredAt: NOW },
     });
   });
 
