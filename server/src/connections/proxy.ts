@@ -156,12 +156,18 @@ export function createProxy(deps: ProxyDeps) {
       if (!answer.relayed && answer.status === 401) {
         current = await tokens.usable(sid, current, { kind: 'rejected', accessToken });
         if (!current.record.tokens) throw reauthorize();
-        answer = await send(call, target, current.record.tokens.accessToken, relayed);
-        // Already answered: the hold is the connection's business, not this call's.
-        if (answer.status === 401)
-          await tokens.uncured(sid, current).catch((error: unknown) => {
-            deps.log.warn({ err: error }, 'could not hold back refreshes after an uncured 401');
-          });
+        // A 401 again: the hold is written as soon as its status is known, while its body is on
+        // its way, so that the caller's next call finds it (not only once this one has ended).
+        let held: Promise<void> | undefined;
+        const retried = current;
+        answer = await send(call, target, current.record.tokens.accessToken, (status) => {
+          if (status === 401)
+            held = tokens.uncured(sid, retried).catch((error: unknown) => {
+              deps.log.warn({ err: error }, 'could not hold back refreshes after an uncured 401');
+            });
+          return relayed(status);
+        });
+        await held;
       }
       if (answer.tooLarge)
         throw new BrokerError(
