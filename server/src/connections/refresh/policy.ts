@@ -28,8 +28,9 @@ export function shouldRefresh(
 
 /**
  * Whether `record` still needs the refresh `reason` asked for. False when there is nothing left to
- * do: the connection is disconnected, someone already replaced the rejected token, or (proactive)
- * the token is no longer near its expiry. Pure; asked again after every wait and re-read.
+ * do: the connection is disconnected, someone already replaced the rejected token (with one not
+ * itself due: a failover may roll a record back to an older, expired pair), or (proactive) the
+ * token is no longer near its expiry. Pure; asked again after every wait and re-read.
  */
 export function stillNeeded(
   record: ConnectionRecord,
@@ -38,8 +39,9 @@ export function stillNeeded(
   aheadMs: number,
 ): boolean {
   if (record.status !== 'connected' || !record.tokens) return false;
-  if (reason.kind === 'rejected') return record.tokens.accessToken === reason.accessToken;
-  return shouldRefresh(record, now, aheadMs).refresh;
+  const due = shouldRefresh(record, now, aheadMs).refresh;
+  if (reason.kind === 'rejected') return record.tokens.accessToken === reason.accessToken || due;
+  return due;
 }
 
 /**

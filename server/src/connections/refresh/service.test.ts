@@ -395,6 +395,16 @@ describe('the refresh, step by step on the in-memory store', () => {
     expect((await w.tokens[0]!.usable(SID, loaded)).record.tokens?.accessToken).toBe('at-2');
   });
 
+  it('a 401 whose token was replaced by one already expired refreshes that one (a store gone back in time)', async () => {
+    const w = instances(1);
+    // A failover rolled the record back to an older pair: its access token has expired.
+    const stale = await w.connect(-1);
+    w.answerWith(async () => w.rotated(2));
+    const result = await w.tokens[0]!.usable(SID, stale, { kind: 'rejected', accessToken: 'at-0' });
+    expect(result.record.tokens?.accessToken).toBe('at-2');
+    expect(w.calls).toEqual(['rt-1']);
+  });
+
   it('a rejection joins no flight that would hand the rejected token back: it refreshes that one too', async () => {
     const w = instances(2);
     const loaded = await w.connect(-1);
