@@ -29,6 +29,18 @@ function token(seq: number, fields: Partial<TokenRequest>): TokenRequest {
   };
 }
 
+/** The refresh token rt1 presented again by instance 1, and refused as used. */
+const reusedByAnother = (history: History) =>
+  history.tokens.push(
+    token(3, {
+      presented: 'rt1',
+      pid: 101,
+      outcome: 'rejected',
+      status: 400,
+      description: 'The refresh token was already used.',
+    }),
+  );
+
 function call(fields: Partial<CallRecord>): CallRecord {
   return {
     user: 0,
@@ -160,15 +172,7 @@ describe('the checker', () => {
   describe('C1, each refresh token presented once', () => {
     it('catches a refresh token presented again after its rotation reached a live broker', () => {
       const history = clean();
-      history.tokens.push(
-        token(3, {
-          presented: 'rt1',
-          pid: 101,
-          outcome: 'rejected',
-          status: 400,
-          description: 'The refresh token was already used.',
-        }),
-      );
+      reusedByAnother(history);
       expect(broken(history)).toContain('C1 a refresh token presented twice');
     });
 
@@ -207,15 +211,7 @@ describe('the checker', () => {
       const history = clean();
       history.lives[0]!.ended = 2050;
       history.lives[0]!.how = 'SIGKILL';
-      history.tokens.push(
-        token(3, {
-          presented: 'rt1',
-          pid: 101,
-          outcome: 'rejected',
-          status: 400,
-          description: 'The refresh token was already used.',
-        }),
-      );
+      reusedByAnother(history);
       const result = verdict(history);
       expect(result.byInvariant.C1).toBe(0);
       expect(result.explained[0]?.window).toMatch(
@@ -229,15 +225,7 @@ describe('the checker', () => {
       delete history.tokens[2]!.issued;
       delete history.tokens[2]!.delivered;
       history.lives[2] = { instance: 2, pid: 102, started: 0, ended: 2005, how: 'SIGKILL' };
-      history.tokens.push(
-        token(3, {
-          presented: 'rt1',
-          pid: 101,
-          outcome: 'rejected',
-          status: 400,
-          description: 'The refresh token was already used.',
-        }),
-      );
+      reusedByAnother(history);
       const result = verdict(history);
       expect(result.byInvariant.C1).toBe(0);
       expect(result.byInvariant.C2).toBe(0);
@@ -248,18 +236,6 @@ describe('the checker', () => {
       history.tokens[3] = token(3, { presented: 'rt1', pid: 101 });
       expect(verdict(history).explained).toEqual([]);
     });
-
-    /** The refresh token rt1 presented again by instance 1, and refused as used. */
-    const reusedByAnother = (history: History) =>
-      history.tokens.push(
-        token(3, {
-          presented: 'rt1',
-          pid: 101,
-          outcome: 'rejected',
-          status: 400,
-          description: 'The refresh token was already used.',
-        }),
-      );
 
     it('names a rotation its broker had given up on (the answer came past its token timeout)', () => {
       const history = clean();
@@ -339,15 +315,7 @@ describe('the checker', () => {
   describe('C2, nothing lost', () => {
     it('catches a grant that ends by the refusal of a used token outside any window', () => {
       const history = clean();
-      history.tokens.push(
-        token(3, {
-          presented: 'rt1',
-          pid: 101,
-          outcome: 'rejected',
-          status: 400,
-          description: 'The refresh token was already used.',
-        }),
-      );
+      reusedByAnother(history);
       expect(broken(history)).toContain('C2 a grant lost');
     });
 
