@@ -74,8 +74,11 @@ export interface CallTokens {
   usable(sid: string, loaded: LoadedConnection, reason?: RefreshReason): Promise<LoadedConnection>;
   /** Whether an upstream 401 may refresh this record (the refresh budget); else it is passed on. */
   mayRefreshOnRejection(record: ConnectionRecord): boolean;
-  /** The retry with a refreshed token was refused too: hold back 401-triggered refreshes a while. */
-  uncured(sid: string, loaded: LoadedConnection): Promise<void>;
+  /**
+   * The retry with a refreshed token was answered `status` (0: not at all). A 401: hold back
+   * 401-triggered refreshes a while. Told once per retry, whatever became of it.
+   */
+  retried(sid: string, loaded: LoadedConnection, status: number): Promise<void>;
 }
 
 /**
@@ -85,7 +88,9 @@ export interface CallTokens {
  * token, as the provider's specification asks. When the refresh fails the connection is
  * disconnected (reauthorization_required). When the retry is refused too, that 401 is about the
  * path, not the token: it is passed on as the license API's answer (without the broker's error
- * mark), and so is every 401 of that connection for the refresh budget's window.
+ * mark), and so is every 401 of that connection for the refresh budget's window. A call that met
+ * its 401 just before that window began and finds it under the refresh lock refreshes nothing: it
+ * sends the same token again and passes that answer on.
  */
 export function createProxy(deps: ProxyDeps) {
   const { tokens } = deps;
@@ -156,18 +161,24 @@ export function createProxy(deps: ProxyDeps) {
       if (!answer.relayed && answer.status === 401) {
         current = await tokens.usable(sid, current, { kind: 'rejected', accessToken });
         if (!current.record.tokens) throw reauthorize();
-        // A 401 again: the hold is written as soon as its status is known, while its body is on
-        // its way, so that the caller's next call finds it (not only once this one has ended).
-        let held: Promise<void> | undefined;
+        // The retry's status is told as soon as it is known, while its body is on its way: a 401
+        // again writes the hold, so that the caller's next call finds it (not only once this one
+        // has ended), and the refresh lock kept for this answer goes. Told once, answer or not.
+        let told: Promise<void> | undefined;
         const retried = current;
-        answer = await send(call, target, current.record.tokens.accessToken, (status) => {
-          if (status === 401)
-            held = tokens.uncured(sid, retried).catch((error: unknown) => {
-              deps.log.warn({ err: error }, 'could not hold back refreshes after an uncured 401');
-            });
-          return relayed(status);
-        });
-        await held;
+        const retryToken = current.record.tokens.accessToken;
+        const tell = (status: number): Promise<void> =>
+          (told ??= tokens.retried(sid, retried, status).catch((error: unknown) => {
+            deps.log.warn({ err: error }, 'could not hold back refreshes after an uncured 401');
+          }));
+        try {
+          answer = await send(call, target, retryToken, (status) => {
+            void tell(status);
+            return relayed(status);
+          });
+        } finally {
+          await tell(0);
+        }
       }
       if (answer.tooLarge)
         throw new BrokerError(

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { ConnectionRecord } from '../records.ts';
-import { mayRefreshOnRejection, refreshBackoffMs, shouldRefresh } from './policy.ts';
+import {
+  heldBack,
+  mayRefreshOnRejection,
+  refreshBackoffMs,
+  shouldRefresh,
+  stillNeeded,
+} from './policy.ts';
 
 const NOW = 1_700_000_000_000;
 const AHEAD = 300_000;
@@ -71,5 +77,50 @@ describe('mayRefreshOnRejection', () => {
     // The provider may expire or revoke a token at any time: its rule is refresh once and retry.
     const refreshed = { ...base, tokens: { ...base.tokens!, expiresAt: 3_600_000 + 1000 } };
     expect(mayRefreshOnRejection(refreshed, 1000, 60_000)).toBe(true);
+  });
+});
+
+describe('stillNeeded, for a 401 to access token "a"', () => {
+  const policy = { aheadMs: AHEAD, holdMs: 60_000 };
+  const rejected = { kind: 'rejected', accessToken: 'a' } as const;
+  it.each([
+    ['the rejected token, nothing held', connected(3_600_000), true],
+    [
+      'a replacement not due',
+      {
+        ...connected(3_600_000),
+        tokens: { accessToken: 'b', refreshToken: 'r', expiresAt: NOW + 3_600_000 },
+      },
+      false,
+    ],
+    [
+      'a replacement already expired (a failover went back in time)',
+      { ...connected(-1), tokens: { accessToken: 'b', refreshToken: 'r', expiresAt: NOW - 1 } },
+      true,
+    ],
+    [
+      'the rejected token, its 401s held back since 59 s',
+      { ...connected(3_600_000), uncuredAt: NOW - 59_000 },
+      false,
+    ],
+    [
+      'the rejected token, held back since 60 s: over',
+      { ...connected(3_600_000), uncuredAt: NOW - 60_000 },
+      true,
+    ],
+    [
+      'the rejected token, held back but expired: due anyway',
+      { ...connected(-1), uncuredAt: NOW - 1000 },
+      true,
+    ],
+  ])('with %s: %s', (_name, record, expected) => {
+    expect(stillNeeded(record, rejected, NOW, policy)).toBe(expected);
+  });
+
+  it('hands the rejected token back only while its 401s are held back', () => {
+    const held = { ...connected(3_600_000), uncuredAt: NOW - 1000 };
+    expect(heldBack(held, rejected, NOW, 60_000)).toBe(true);
+    expect(heldBack(connected(3_600_000), rejected, NOW, 60_000)).toBe(false);
+    expect(heldBack(held, { kind: 'proactive' }, NOW, 60_000)).toBe(false);
   });
 });

@@ -29,19 +29,42 @@ export function shouldRefresh(
 /**
  * Whether `record` still needs the refresh `reason` asked for. False when there is nothing left to
  * do: the connection is disconnected, someone already replaced the rejected token (with one not
- * itself due: a failover may roll a record back to an older, expired pair), or (proactive) the
- * token is no longer near its expiry. Pure; asked again after every wait and re-read.
+ * itself due: a failover may roll a record back to an older, expired pair), the rejected token's
+ * 401s are held back (`mayRefreshOnRejection`; a call that met its 401 before the hold was
+ * written sees it here), or (proactive) the token is no longer near its expiry. Pure; asked again
+ * after every wait and re-read, the last time under the refresh lock.
  */
 export function stillNeeded(
   record: ConnectionRecord,
   reason: RefreshReason,
   now: number,
-  aheadMs: number,
+  policy: { aheadMs: number; holdMs: number },
 ): boolean {
   if (record.status !== 'connected' || !record.tokens) return false;
-  const due = shouldRefresh(record, now, aheadMs).refresh;
-  if (reason.kind === 'rejected') return record.tokens.accessToken === reason.accessToken || due;
-  return due;
+  const due = shouldRefresh(record, now, policy.aheadMs).refresh;
+  if (reason.kind === 'proactive') return due;
+  return (
+    due ||
+    (record.tokens.accessToken === reason.accessToken &&
+      mayRefreshOnRejection(record, now, policy.holdMs))
+  );
+}
+
+/**
+ * Whether a refresh for `reason` hands back the very token the API rejected on purpose: its 401s
+ * are held back, so the call sends it again and passes the API's answer on. Pure.
+ */
+export function heldBack(
+  record: ConnectionRecord,
+  reason: RefreshReason,
+  now: number,
+  holdMs: number,
+): boolean {
+  return (
+    reason.kind === 'rejected' &&
+    record.tokens?.accessToken === reason.accessToken &&
+    !mayRefreshOnRejection(record, now, holdMs)
+  );
 }
 
 /**

@@ -304,6 +304,7 @@ function instances(count: number, startAt = NOW) {
       sleep: () => new Promise<void>((resolve) => sleeps.push(resolve)),
       log: pino({ level: 'silent' }),
       refreshAheadMs: 300_000,
+      refreshMinIntervalMs: 60_000,
       tokenTimeoutMs: 1_000,
       leaseMs: 2_000,
     }),
@@ -518,6 +519,67 @@ describe('the refresh, step by step on the in-memory store', () => {
     });
     const result = await w.tokens[0]!.usable(SID, (await w.connections.load(SID, 'c1'))!);
     expect(result.record.disconnectedReason).toBe('refresh_response_lost');
+  });
+
+  it('a 401 met before the refresh budget held, looked at after: no refresh, and the token goes back for the 401 to be passed on', async () => {
+    const w = instances(2);
+    const loaded = await w.connect(3_000_000);
+    w.answerWith(async () => w.rotated(2));
+    // This call read the record, sent at-1 and met a 401. Meanwhile another call's retry with
+    // at-1 was refused too, and it held back 401-triggered refreshes (a path that answers 401).
+    await w.tokens[1]!.retried(SID, loaded, 401);
+    const result = await w.tokens[0]!.usable(SID, loaded, {
+      kind: 'rejected',
+      accessToken: 'at-1',
+    });
+    expect(w.calls).toEqual([]);
+    expect(result.record.tokens?.accessToken).toBe('at-1');
+    expect(result.record.uncuredAt).toBe(NOW);
+    // Once the window is over, a 401 refreshes again.
+    w.advance(60_000);
+    const later = await w.tokens[0]!.usable(SID, result, { kind: 'rejected', accessToken: 'at-1' });
+    expect(later.record.tokens?.accessToken).toBe('at-2');
+    expect(w.calls).toEqual(['rt-1']);
+  });
+
+  it('a refresh made for a 401 keeps the lock until a retry with its token is answered: a 401 met meanwhile elsewhere refreshes nothing when that retry is refused too', async () => {
+    const w = instances(2);
+    const loaded = await w.connect(3_000_000);
+    w.answerWith(async () => w.rotated(2));
+    const cured = await w.tokens[0]!.usable(SID, loaded, { kind: 'rejected', accessToken: 'at-1' });
+    expect(cured.record.tokens?.accessToken).toBe('at-2');
+    // A call on instance 1 read the new pair, sent at-2 first and met a 401 before the retry's
+    // answer came: it waits for the lock.
+    const other = w.tokens[1]!.usable(SID, cured, { kind: 'rejected', accessToken: 'at-2' });
+    await settle();
+    expect(w.pending()).toBe(1);
+    await w.tokens[0]!.retried(SID, cured, 401);
+    w.wake();
+    expect((await other).record.tokens?.accessToken).toBe('at-2');
+    expect(w.calls).toEqual(['rt-1']);
+  });
+
+  it('the lock goes once the retry is answered otherwise, and a 401 met meanwhile then refreshes (the provider may revoke at any time)', async () => {
+    const w = instances(2);
+    const loaded = await w.connect(3_000_000);
+    w.answerWith(async () => w.rotated(2));
+    const cured = await w.tokens[0]!.usable(SID, loaded, { kind: 'rejected', accessToken: 'at-1' });
+    const other = w.tokens[1]!.usable(SID, cured, { kind: 'rejected', accessToken: 'at-2' });
+    await settle();
+    w.answerWith(async () => w.rotated(3));
+    // No answer at all (the client went, the API did not answer) lets it go just the same.
+    await w.tokens[0]!.retried(SID, cured, 0);
+    w.wake();
+    expect((await other).record.tokens?.accessToken).toBe('at-3');
+    expect(w.calls).toEqual(['rt-1', 'rt-2']);
+  });
+
+  it('a refresh ahead of expiry keeps no lock for a retry', async () => {
+    const w = instances(2);
+    const loaded = await w.connect(-1);
+    w.answerWith(async () => w.rotated(2));
+    await w.tokens[0]!.usable(SID, loaded);
+    expect(await w.store.get(keys.refreshLock(SID, 'c1'))).toBeNull();
   });
 
   it('a rejected token is never used again, even when the refresh is held back', async () => {

@@ -8,6 +8,7 @@ import { createRefreshBackoff, type Backoff } from './refresh-backoff.ts';
 import { createRefreshLock, refreshLockKey, type HeldLock } from './lock.ts';
 import { createRotatedPairs } from './rotated.ts';
 import {
+  heldBack,
   mayRefreshOnRejection as refreshOnRejection,
   PROACTIVE,
   stillNeeded,
@@ -65,6 +66,8 @@ export function createTokenService(deps: TokenServiceDeps) {
   const backoffs = createRefreshBackoff(deps);
   const rotatedPairs = createRotatedPairs({ ...deps, lock, backoffs });
   const inflight = new Map<string, Promise<LoadedConnection>>();
+  /** Locks kept after a refresh made for a 401, until a retry with the new token is answered. */
+  const awaitingRetry = new Map<string, { accessToken: string; lease: HeldLock }>();
   const counters: TokenCounters = {
     lockAttempts: 0,
     lockWaits: 0,
@@ -74,10 +77,11 @@ export function createTokenService(deps: TokenServiceDeps) {
     lost: 0,
   };
 
+  const holdMs = deps.refreshMinIntervalMs ?? 0;
   const mayRefreshOnRejection = (record: ConnectionRecord): boolean =>
-    refreshOnRejection(record, now(), deps.refreshMinIntervalMs ?? 0);
+    refreshOnRejection(record, now(), holdMs);
   const needed = (current: LoadedConnection, reason: RefreshReason): boolean =>
-    stillNeeded(current.record, reason, now(), deps.refreshAheadMs);
+    stillNeeded(current.record, reason, now(), { aheadMs: deps.refreshAheadMs, holdMs });
 
   const unavailable = (until: number): BrokerError =>
     new BrokerError('upstream_unavailable', 'The provider is not answering; try again shortly.', {
@@ -117,10 +121,7 @@ export function createTokenService(deps: TokenServiceDeps) {
         try {
           return await holdingLock(sid, id, reason, lease);
         } finally {
-          if (!lease.kept)
-            await lock.release(lease).catch((error: unknown) => {
-              log.warn({ err: error, connection: id }, 'could not release the refresh lock');
-            });
+          if (!lease.kept) await letGo(lease, id);
         }
       }
       // Another instance is refreshing. Ahead of expiry, the token in hand is still good: used
@@ -154,7 +155,9 @@ export function createTokenService(deps: TokenServiceDeps) {
       const rotated = await provider.refresh(current.record.apiUrl, tokens.refreshToken);
       counters.refreshes++;
       const result = await rotatedPairs.store(sid, current, rotated, lease);
-      if (result.record.tokens === rotated && backoff) await backoffs.clear(sid, current.record.id);
+      if (result.record.tokens !== rotated) return result;
+      if (backoff) await backoffs.clear(sid, current.record.id);
+      if (reason.kind === 'rejected') keepForRetry(sid, id, rotated.accessToken, lease);
       return result;
     } catch (error) {
       if (!(error instanceof ProviderError)) throw error;
@@ -162,6 +165,28 @@ export function createTokenService(deps: TokenServiceDeps) {
       if (error.failure === 'rejected') return disconnect(sid, current, error);
       return backOff(sid, current, error, backoff, reason);
     }
+  }
+
+  /**
+   * A refresh made for a 401 keeps the lock until a retry with its new token is answered
+   * (`retried`): a 401 to that token met meanwhile by another call, here or on another instance,
+   * is then judged once that answer is in. Refused too, the refresh did not cure the 401 and the
+   * hold is written before the lock goes, so that call refreshes nothing; else it refreshes, as
+   * the provider's rule says. Unanswered, the lease runs out by itself.
+   */
+  function keepForRetry(sid: string, id: string, accessToken: string, lease: HeldLock): void {
+    if (lease.kept) return;
+    lease.kept = true;
+    const key = `${sid}:${id}`;
+    const before = awaitingRetry.get(key);
+    awaitingRetry.set(key, { accessToken, lease });
+    if (before) void letGo(before.lease, id);
+  }
+
+  async function letGo(lease: HeldLock, id: string): Promise<void> {
+    await lock.release(lease).catch((error: unknown) => {
+      log.warn({ err: error, connection: id }, 'could not release the refresh lock');
+    });
   }
 
   /** Step 4, transient or lost: back off, unless a newer state was stored meanwhile. */
@@ -252,8 +277,13 @@ export function createTokenService(deps: TokenServiceDeps) {
     }).finally(() => inflight.delete(flightKey));
     inflight.set(flightKey, flight);
     const result = await flight;
-    // Never hand back a token the API rejected.
-    if (reason.kind === 'rejected' && result.record.tokens?.accessToken === reason.accessToken)
+    // Never hand back a token the API rejected, unless its 401s are held back: then the call
+    // sends it again and passes the API's answer on.
+    if (
+      reason.kind === 'rejected' &&
+      result.record.tokens?.accessToken === reason.accessToken &&
+      !heldBack(result.record, reason, now(), holdMs)
+    )
       throw unavailable(now() + 1000);
     return result;
   }
@@ -270,19 +300,29 @@ export function createTokenService(deps: TokenServiceDeps) {
     mayRefreshOnRejection,
 
     /**
-     * A refresh did not cure a 401: the retry with `loaded`'s new token was refused too. The 401
-     * is about the path, not the token: for the budget's window, further 401s of this connection
-     * are passed on (mayRefreshOnRejection). A versioned write; whoever wrote first (another call
-     * held it back, or refreshed) wins.
+     * The retry with `loaded`'s refreshed token was answered `status` (0: not at all). A 401 means
+     * the refresh did not cure the 401: it is about the path, not the token, and for the budget's
+     * window further 401s of this connection are passed on (mayRefreshOnRejection). That hold is a
+     * versioned write; whoever wrote first (another call held it back, or refreshed) wins. Then
+     * the refresh lock goes, if this instance kept it for this answer (keepForRetry).
      */
-    async uncured(sid: string, loaded: LoadedConnection): Promise<void> {
-      if (!mayRefreshOnRejection(loaded.record)) return;
-      const next: ConnectionRecord = { ...loaded.record, uncuredAt: now() };
-      if (await connections.save(sid, next, loaded.version))
-        log.warn(
-          { connection: loaded.record.id, holdMs: deps.refreshMinIntervalMs ?? 0 },
-          'a refresh did not cure a 401 from the license API: its 401s are passed on for a while',
-        );
+    async retried(sid: string, loaded: LoadedConnection, status: number): Promise<void> {
+      const { id, tokens } = loaded.record;
+      const key = `${sid}:${id}`;
+      const kept = awaitingRetry.get(key);
+      const mine = kept?.accessToken === tokens?.accessToken ? kept : undefined;
+      if (mine) awaitingRetry.delete(key);
+      try {
+        if (status !== 401 || !mayRefreshOnRejection(loaded.record)) return;
+        const next: ConnectionRecord = { ...loaded.record, uncuredAt: now() };
+        if (await connections.save(sid, next, loaded.version))
+          log.warn(
+            { connection: id, holdMs },
+            'a refresh did not cure a 401 from the license API: its 401s are passed on for a while',
+          );
+      } finally {
+        if (mine) await letGo(mine.lease, id);
+      }
     },
 
     usable,
