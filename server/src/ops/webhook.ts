@@ -42,8 +42,19 @@ export function createWebhook(options: {
           retryAfterMs: retryAfterMs(response.headers.get('retry-after'), now()),
         };
       } catch (error) {
-        return { ok: false, outcome: (error as Error).name };
+        return { ok: false, outcome: failure(error as Error) };
       }
     },
   };
+}
+
+/**
+ * Why a POST got no answer: the error's name and, when the network said, its code (`TypeError
+ * (ECONNRESET)`). Never its message, which may quote the receiver's URL.
+ */
+function failure(error: Error): string {
+  const { cause } = error as { cause?: unknown };
+  const code =
+    typeof cause === 'object' && cause !== null && 'code' in cause ? cause.code : undefined;
+  return typeof code === 'string' ? `${error.name} (${code})` : error.name;
 }
