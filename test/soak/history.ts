@@ -192,6 +192,8 @@ export interface RedisEnd {
   /** Keys shared by sessions that end within 11 minutes (state claims, rate limits), MEMORY USAGE. */
   expiringBytes: number;
   keys: number;
+  /** TTLs of the sessions no user had were looked at for one in this many (a prefilled store). */
+  ttlSample?: number;
 }
 
 /** A broker's log line, with the instance and life it came from. */

@@ -172,6 +172,11 @@ export function table(summary: Summary): string {
       'Redis dataset baseline → after sign-out',
       `${num(summary.redis.baselineBytes)} → ${num(summary.redis.finalBytes)} bytes (${num(summary.redis.expiringBytes)} short-lived)`,
     );
+  if (summary.redis?.ttlSample)
+    row(
+      'TTLs looked at (a prefilled store)',
+      `the users' keys and those of no session; other sessions 1 in ${summary.redis.ttlSample}`,
+    );
   for (const violation of summary.details.violations.slice(0, 20))
     lines.push(`  ✗ ${violation.invariant} ${violation.what}: ${violation.detail}`);
   return lines.join('\n');
