@@ -192,11 +192,9 @@ export async function runSoak(options: SoakOptions): Promise<History> {
     );
     const undelivered = await delivered(system, labels);
     if (undelivered.length > 0) log(`outboxes not delivered: ${undelivered.join('; ')}`);
-    const end = await scanRedis(
-      system,
-      new Map(history.sessions.map((session) => [session.ref, `session ${session.label}`])),
-    );
+    const end = await scanRedis(system, labels);
     history.redis = {
+      ...(end.ttlSample === undefined ? {} : { ttlSample: end.ttlSample }),
       problems: end.problems,
       sessionKeys: end.sessionKeys,
       leftBehind: end.leftBehind,
