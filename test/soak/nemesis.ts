@@ -2,7 +2,7 @@ import type { Fault } from '@baton/sandbox';
 import type { FaultRecord } from './history.ts';
 import type { Random } from './random.ts';
 import type { SoakSystem } from './system.ts';
-import type { TopologyName } from './topologies.ts';
+import type { TopologyName } from './soak-redis.ts';
 
 /** Where a fault strikes: at most one fault of each domain at a time, several domains at once. */
 export type Domain = 'broker' | 'redis' | 'provider' | 'receiver';

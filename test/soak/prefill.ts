@@ -19,7 +19,7 @@ import {
 import { sandboxGrant, type Grant } from '../support/sandbox-grant.ts';
 import type { License } from './history.ts';
 import { SOAK_PUBLIC_URL, type SoakSystem } from './system.ts';
-import { LICENSES } from './users.ts';
+import { LICENSES } from './user-requests.ts';
 
 /** A prefilled session a soak user starts from. */
 export interface Adopted {

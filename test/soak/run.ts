@@ -18,7 +18,7 @@ import type { History } from './history.ts';
 import { prefillSessions } from './prefill.ts';
 import { runSoak } from './soak.ts';
 import { summarise, table, writeSummary } from './summary.ts';
-import { TOPOLOGIES, type TopologyName } from './topologies.ts';
+import { TOPOLOGIES, type TopologyName } from './soak-redis.ts';
 
 const { values } = parseArgs({
   options: {

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { check } from './checker.ts';
 import { runSoak } from './soak.ts';
 import { summarise, table, writeSummary } from './summary.ts';
-import type { TopologyName } from './topologies.ts';
+import type { TopologyName } from './soak-redis.ts';
 
 const MINUTES = 2;
 const USERS = 8;

@@ -11,7 +11,8 @@ import { startWorld, type World } from '../support/world.ts';
 import { EventLog } from './event-log.ts';
 import type { BrokerLife, FailedStart, History, LogLine, PauseRecord } from './history.ts';
 import { ProviderTap } from './provider-tap.ts';
-import { soakTopology, type SoakRedis, type TopologyName } from './topologies.ts';
+import type { SoakRedis, TopologyName } from './soak-redis.ts';
+import { soakTopology } from './topologies.ts';
 
 const CLOCK_HOOK = fileURLToPath(new URL('./clock-hook.ts', import.meta.url));
 

@@ -5,7 +5,8 @@ const THREAD = new URL('./tcp-proxy-thread.ts', import.meta.url);
 
 /**
  * A TCP proxy on loopback in front of one Redis server, which the soak slows down: the brokers
- * reach Redis only through these (the servers announce the proxies' ports, see topologies.ts).
+ * reach Redis only through these (the servers announce the proxies' ports, see sentinel-set.ts
+ * and cluster-set.ts).
  *
  * Latency applies to the brokers' connections only, each way: a connection whose first command is
  * `HELLO` (node-redis speaks RESP3, so every broker connection starts with one). Sentinels

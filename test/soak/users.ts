@@ -1,58 +1,20 @@
-import { BROKER_ERROR_HEADER, routes, sessionCreateResponseSchema } from '@baton/shared';
 import { sessionRef } from '../../server/src/ops/events.ts';
-import { Client, redeemAt, startAuth, type Endpoint } from '../support/client.ts';
+import { Client } from '../support/client.ts';
 import { sidOf } from '../support/inspect.ts';
-import { consentThroughPages } from '../support/sandbox-pages.ts';
-import type {
-  CallRecord,
-  FlowRecord,
-  History,
-  License,
-  RemovalRecord,
-  SessionRecord,
-  SignOutRecord,
-} from './history.ts';
+import type { CallRecord, FlowRecord, License, SessionRecord, SignOutRecord } from './history.ts';
 import type { Adopted } from './prefill.ts';
 import type { Random } from './random.ts';
-
-/** The sandbox's licenses and their owners (test/sandbox/src/accounts.ts). */
-export const LICENSES: readonly License[] = ['lic-1001', 'lic-1002', 'lic-2001'];
-const OWNER: Record<License, string> = {
-  'lic-1001': 'lotte.vermeulen@example.be',
-  'lic-1002': 'lotte.vermeulen@example.be',
-  'lic-2001': 'elodie.lambert@example.be',
-};
-
-/** Longer than anything the brokers may take (a paused instance answers when it wakes). */
-const REQUEST_TIMEOUT_MS = 20_000;
-
-export interface UserWorld {
-  endpoint: Endpoint;
-  instances: number;
-  now: () => number;
-  history: History;
-  /** The chain (grant) of an access token the tap saw issued. */
-  chainOf: (accessToken: string) => string | undefined;
-  /** The provider revokes this grant (the tap). */
-  revoke: (chain: string) => void;
-}
-
-interface Connection {
-  id: string;
-  license: License;
-  /** The grant it holds now: the code of its last authorization. */
-  chain: string | undefined;
-  /** A call said `reauthorization_required`, or the provider revoked its grant. */
-  needsAuthorization: boolean;
-}
-
-interface Session {
-  record: SessionRecord;
-  token: string;
-  connections: Map<License, Connection>;
-  /** Every connection id the broker ever answered for this session. */
-  known: Set<string>;
-}
+import {
+  authorize,
+  LICENSES,
+  sendCall,
+  sendRemoval,
+  sendSignOut,
+  type Connection,
+  type Sender,
+  type Session,
+  type UserWorld,
+} from './user-requests.ts';
 
 /** How often each thing a user does is chosen, when it can be. */
 const WEIGHTS = {
@@ -79,6 +41,7 @@ export class SimUser {
   readonly client: Client;
   readonly #random: Random;
   readonly #world: UserWorld;
+  readonly #sender: Sender;
   #session: Session | undefined;
   #sessions = 0;
   #calls = 0;
@@ -91,6 +54,7 @@ export class SimUser {
     this.#random = random;
     this.#world = world;
     this.client = new Client(world.endpoint, { connections: 8 });
+    this.#sender = { user: index, client: this.client, world };
   }
 
   get session(): Session | undefined {
@@ -229,58 +193,17 @@ export class SimUser {
   ): Promise<CallRecord> {
     const path = options.path ?? (this.#random.chance(0.5) ? 'users.me' : 'echo');
     const below = path === 'users.me' ? 'users.me' : `echo/soak/${this.index}/${this.#calls++}`;
-    const record: CallRecord = {
-      user: this.index,
-      session: session.record.label,
-      connection: connection.id,
-      license: connection.license,
-      instance: via,
+    const record = await sendCall(
+      this.#sender,
+      session,
+      connection,
+      via,
       path,
-      start: this.#world.now(),
-      end: 0,
-      status: 0,
-      ...(options.afterSignOut === undefined ? {} : { afterSignOut: options.afterSignOut }),
-    };
-    try {
-      const response = await this.client.fetch(routes.proxy(connection.id, below), {
-        via,
-        headers: { authorization: `Bearer ${session.token}` },
-        timeoutMs: REQUEST_TIMEOUT_MS,
-      });
-      const text = await response.text();
-      record.status = response.status;
-      const error = response.headers.get(BROKER_ERROR_HEADER);
-      if (error !== null) record.error = error;
-      const retryAfter = response.headers.get('retry-after');
-      if (retryAfter !== null) record.retryAfter = retryAfter;
-      if (response.status === 200) this.#whose(record, text);
-    } catch {
-      record.status = 0;
-    }
-    record.end = this.#world.now();
-    this.#world.history.calls.push(record);
+      below,
+      options.afterSignOut,
+    );
     if (options.afterSignOut === undefined) this.#learn(session, connection, record);
     return record;
-  }
-
-  /** Whose data came back: users.me's license and account, or echo's access token's grant. */
-  #whose(record: CallRecord, text: string): void {
-    try {
-      const body = JSON.parse(text) as {
-        email?: string;
-        license?: { id?: string };
-        headers?: { authorization?: string };
-      };
-      if (record.path === 'users.me') {
-        if (body.license?.id !== undefined) record.gotLicense = body.license.id;
-        if (body.email !== undefined) record.gotEmail = body.email;
-      } else {
-        const token = /^Bearer (\S+)$/.exec(body.headers?.authorization ?? '')?.[1];
-        record.gotChain = (token && this.#world.chainOf(token)) || null;
-      }
-    } catch {
-      record.gotChain = null;
-    }
   }
 
   /** What an answer tells the user about its connection and session. */
@@ -311,44 +234,9 @@ export class SimUser {
       joined: session !== undefined,
     };
     this.#world.history.flows.push(flow);
-    const fail = async (step: string, response?: Response) => {
-      flow.step = step;
-      // POST /session may have stored the connection before it failed (a later step's Redis
-      // command went unanswered): its outcome is not known.
-      if (step === 'POST /session' && (response === undefined || response.status >= 500))
-        flow.outcome = 'unknown';
-      if (response) {
-        flow.status = response.status;
-        const error = response.headers.get(BROKER_ERROR_HEADER);
-        if (error !== null) flow.error = error;
-        await response.body?.cancel();
-      }
-      flow.end = this.#world.now();
-    };
-    let step = '/auth/start';
-    try {
-      const started = await startAuth(this.client, via[0]);
-      step = 'provider pages';
-      const callback = await consentThroughPages(started.authorizeUrl, {
-        email: OWNER[license],
-        licenseId: license,
-        timeoutMs: REQUEST_TIMEOUT_MS,
-      });
-      const code = callback.searchParams.get('code');
-      if (code !== null) flow.code = code;
-      step = '/auth/callback';
-      const { final, response } = await this.client.navigate(callback, via[1]);
-      const handoff = final.searchParams.get('handoff');
-      if (handoff === null) return await fail(step, response);
-      step = 'POST /session';
-      const answer = await redeemAt(this.client, via[2], handoff, started.verifier, session?.token);
-      if (answer.status !== 201) return await fail(step, answer);
-      const body = sessionCreateResponseSchema.parse(await answer.json());
-      this.#connected(flow, license, body.session_token, body.connection.id);
-    } catch {
-      // No answer at this step: POST /session's outcome is not known (it may have connected).
-      await fail(step);
-    }
+    await authorize(this.#sender, flow, session?.token, (token, id) =>
+      this.#connected(flow, license, token, id),
+    );
   }
 
   #connected(flow: FlowRecord, license: License, token: string, id: string): void {
@@ -395,31 +283,7 @@ export class SimUser {
 
   async #remove(session: Session, connection: Connection): Promise<void> {
     const via = this.#instance();
-    const record: RemovalRecord = {
-      user: this.index,
-      session: session.record.label,
-      connection: connection.id,
-      instance: via,
-      start: this.#world.now(),
-      end: 0,
-      status: 0,
-    };
-    try {
-      const response = await this.client.fetch(routes.connection(connection.id), {
-        via,
-        method: 'DELETE',
-        headers: { authorization: `Bearer ${session.token}` },
-        timeoutMs: REQUEST_TIMEOUT_MS,
-      });
-      await response.body?.cancel();
-      record.status = response.status;
-      const error = response.headers.get(BROKER_ERROR_HEADER);
-      if (error !== null) record.error = error;
-    } catch {
-      record.status = 0;
-    }
-    record.end = this.#world.now();
-    this.#world.history.removals.push(record);
+    const record = await sendRemoval(this.#sender, session, connection, via);
     // Gone (204), or gone already (404): either way not this session's any more. Otherwise the
     // user keeps it, and may try again.
     if (record.status === 204 || record.error === 'not_found')
@@ -436,32 +300,7 @@ export class SimUser {
   ): Promise<SignOutRecord | undefined> {
     const session = this.#session;
     if (!session) return undefined;
-    const record: SignOutRecord = {
-      user: this.index,
-      session: session.record.label,
-      instance: via,
-      start: this.#world.now(),
-      end: 0,
-      status: 0,
-      connections: [...session.connections.values()].map((connection) => connection.id),
-    };
-    session.record.signOutSent ??= record.start;
-    try {
-      const response = await this.client.fetch(routes.session, {
-        via,
-        method: 'DELETE',
-        headers: { authorization: `Bearer ${session.token}` },
-        timeoutMs: REQUEST_TIMEOUT_MS,
-      });
-      await response.body?.cancel();
-      record.status = response.status;
-      const error = response.headers.get(BROKER_ERROR_HEADER);
-      if (error !== null) record.error = error;
-    } catch {
-      record.status = 0;
-    }
-    record.end = this.#world.now();
-    this.#world.history.signOuts.push(record);
+    const record = await sendSignOut(this.#sender, session, via);
     if (record.status !== 204) return record;
     session.record.signedOut = record.end;
     this.#session = undefined;

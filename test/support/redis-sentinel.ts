@@ -231,7 +231,7 @@ async function sentinelJson(
  * One redis-sentinel. It rewrites its config file (its id, what it learnt), so each gets a
  * writable file in its own temp dir. redis.ts's RedisServer only takes `--name value`
  * arguments, which sentinel mode needs a config file for. Exported for sets built otherwise
- * (test/soak/topologies.ts: servers behind proxies).
+ * (test/soak/sentinel-set.ts: servers behind proxies).
  */
 export class Sentinel {
   readonly port: number;
