@@ -6,8 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { check, type Verdict } from './checker.ts';
 import type { Delivery } from './event-log.ts';
-import type { CallRecord, History } from './history.ts';
-import type { TokenRequest } from './provider-tap.ts';
+import type { CallRecord, History, TokenRequest } from './history.ts';
 
 const REF = 'ses_session0';
 
@@ -542,6 +541,84 @@ describe('the checker', () => {
         healed: 50_000,
       });
       expect(broken(history)).toEqual([]);
+    });
+
+    it('leaves a call in flight when the next fault began to that fault (a broker paused under it)', () => {
+      const history = clean();
+      history.phases.usersTo = 100_000;
+      history.faults.push(
+        {
+          seq: 0,
+          kind: 'provider-lost-answer',
+          target: 'provider',
+          start: 1000,
+          healStart: 2000,
+          healed: 2000,
+        },
+        {
+          seq: 1,
+          kind: 'broker-pause',
+          target: 'broker 0',
+          instance: 0,
+          start: 40_000,
+          healStart: 50_000,
+          healed: 50_010,
+        },
+      );
+      // Started 50 ms before the pause, on the paused instance: answered once it woke.
+      history.calls.push(
+        call({
+          start: 39_950,
+          end: 50_020,
+          status: 503,
+          error: 'upstream_unavailable',
+          retryAfter: '5',
+        }),
+      );
+      expect(broken(history)).toEqual([]);
+      expect(verdict(history).recoveries[0]!.recoveryMs).toBe(0);
+    });
+
+    it("counts in a failover's outage only the failures no other fault had a hand in", () => {
+      const history = clean();
+      history.phases.usersTo = 100_000;
+      history.faults.push(
+        {
+          seq: 0,
+          kind: 'redis-kill-master',
+          target: 'master',
+          start: 1000,
+          healStart: 6000,
+          healed: 27_000,
+          failoverMs: 2700,
+        },
+        {
+          seq: 1,
+          kind: 'provider-token-503',
+          target: 'provider',
+          start: 8000,
+          healStart: 11_000,
+          healed: 11_000,
+        },
+      );
+      history.calls.push(
+        call({
+          start: 2000,
+          end: 4000,
+          status: 503,
+          error: 'upstream_unavailable',
+          retryAfter: '5',
+        }),
+        // In flight when the token endpoint began answering 503: that fault's.
+        call({
+          start: 5000,
+          end: 13_000,
+          status: 503,
+          error: 'upstream_unavailable',
+          retryAfter: '5',
+        }),
+      );
+      expect(verdict(history).recoveries[0]).toMatchObject({ outageMs: 3000, failoverMs: 2700 });
     });
   });
 

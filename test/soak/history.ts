@@ -5,7 +5,6 @@
  * (checker.ts) reads nothing else, so a history made up by hand checks as a real one does.
  */
 import type { Delivery } from './event-log.ts';
-import type { ApiRequest, TokenRequest } from './provider-tap.ts';
 
 export type License = 'lic-1001' | 'lic-1002' | 'lic-2001';
 
@@ -236,4 +235,49 @@ export interface History {
    * traffic (the proxies) and the provider (the tap, the sandbox), so its stalls are theirs too.
    */
   soakLoop?: { p99Ms: number; maxMs: number };
+}
+
+/* What the provider tap (provider-tap.ts) records of each request it passes to the sandbox. */
+
+/**
+ * What became of one request at the token endpoint:
+ * - `rotated`: the sandbox answered 200 with a new pair (whether the broker got it: `delivered`);
+ * - `rejected`: the sandbox refused it (400 `invalid_grant`: a used, unknown or revoked token);
+ * - `failed`: any other answer of the sandbox (an injected 503...);
+ * - `dropped`: the sandbox closed the connection without an answer (its `drop_after_rotate`);
+ * - `abandoned`: the broker went away before the sandbox answered, and the request was cut;
+ * - `revoked`: the tap's own revocation of the grant, answered as the sandbox would.
+ */
+export type TokenOutcome =
+  'pending' | 'rotated' | 'rejected' | 'failed' | 'dropped' | 'abandoned' | 'revoked';
+
+export interface TokenRequest {
+  seq: number;
+  /** `auth_code` or `refresh_token` (or whatever the request said). */
+  grant: string;
+  /** The code or refresh token presented. */
+  presented: string;
+  /** The grant's chain: the code it started with. Undefined for a token the tap never issued. */
+  chain: string | undefined;
+  /** The broker process that sent it, when the tap could tell. */
+  pid: number | undefined;
+  /** On the soak's clock (ms): sent, answered by the sandbox, answer written to the broker. */
+  start: number;
+  answered?: number;
+  end?: number;
+  status?: number;
+  /** `error_description` of a refusal: the sandbox says why (used, revoked...). */
+  description?: string;
+  issued?: { accessToken: string; refreshToken: string };
+  /** Whether the answer was written whole to the broker's connection. */
+  delivered?: boolean;
+  outcome: TokenOutcome;
+}
+
+export interface ApiRequest {
+  at: number;
+  chain: string | undefined;
+  status: number;
+  /** Answered 401 by the tap: the access token outlived the provider's lifetime, or was revoked. */
+  refused?: 'expired' | 'revoked';
 }

@@ -7,50 +7,9 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { buffer } from 'node:stream/consumers';
+import type { ApiRequest, TokenRequest } from './history.ts';
 import { socketOwner } from './socket-owner.ts';
-
-/**
- * What became of one request at the token endpoint:
- * - `rotated`: the sandbox answered 200 with a new pair (whether the broker got it: `delivered`);
- * - `rejected`: the sandbox refused it (400 `invalid_grant`: a used, unknown or revoked token);
- * - `failed`: any other answer of the sandbox (an injected 503...);
- * - `dropped`: the sandbox closed the connection without an answer (its `drop_after_rotate`);
- * - `abandoned`: the broker went away before the sandbox answered, and the request was cut;
- * - `revoked`: the tap's own revocation of the grant, answered as the sandbox would.
- */
-export type TokenOutcome =
-  'pending' | 'rotated' | 'rejected' | 'failed' | 'dropped' | 'abandoned' | 'revoked';
-
-export interface TokenRequest {
-  seq: number;
-  /** `auth_code` or `refresh_token` (or whatever the request said). */
-  grant: string;
-  /** The code or refresh token presented. */
-  presented: string;
-  /** The grant's chain: the code it started with. Undefined for a token the tap never issued. */
-  chain: string | undefined;
-  /** The broker process that sent it, when the tap could tell. */
-  pid: number | undefined;
-  /** On the soak's clock (ms): sent, answered by the sandbox, answer written to the broker. */
-  start: number;
-  answered?: number;
-  end?: number;
-  status?: number;
-  /** `error_description` of a refusal: the sandbox says why (used, revoked...). */
-  description?: string;
-  issued?: { accessToken: string; refreshToken: string };
-  /** Whether the answer was written whole to the broker's connection. */
-  delivered?: boolean;
-  outcome: TokenOutcome;
-}
-
-export interface ApiRequest {
-  at: number;
-  chain: string | undefined;
-  status: number;
-  /** Answered 401 by the tap: the access token outlived the provider's lifetime, or was revoked. */
-  refused?: 'expired' | 'revoked';
-}
 
 /** What an intercept may do at a refresh: kill or pause its broker, say (the nemesis). */
 export type TokenStage = 'request' | 'answer';
@@ -183,7 +142,7 @@ export class ProviderTap {
 
   async #token(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const gone = watchGone(res);
-    const body = await readAll(req);
+    const body = await buffer(req);
     const form = new URLSearchParams(body.toString('utf8'));
     const grant = form.get('grant_type') ?? '';
     const presented = (grant === 'auth_code' ? form.get('code') : form.get('refresh_token')) ?? '';
@@ -242,7 +201,7 @@ export class ProviderTap {
     res: ServerResponse,
     gone: () => boolean,
   ): Promise<void> {
-    const text = (await readAll(answer)).toString('utf8');
+    const text = (await buffer(answer)).toString('utf8');
     record.answered = this.#options.now();
     record.status = answer.statusCode ?? 0;
     let json: Record<string, unknown> = {};
@@ -384,14 +343,5 @@ function closedWithin(res: ServerResponse, ms: number): Promise<void> {
       clearTimeout(timer);
       resolve();
     });
-  });
-}
-
-function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-    stream.on('end', () => resolve(Buffer.concat(chunks)));
-    stream.on('error', reject);
   });
 }

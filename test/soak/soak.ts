@@ -1,7 +1,8 @@
 import { BROKER_ERROR_HEADER, connectionsResponseSchema, routes } from '@baton/shared';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { ConnectionProbe, History, License, SessionProbe } from './history.ts';
-import { FAULT_KINDS, Nemesis, schedule, type Planned } from './nemesis.ts';
+import { FAULT_KINDS } from './faults.ts';
+import { Nemesis, schedule, type Planned } from './nemesis.ts';
 import { Random } from './random.ts';
 import type { TopologyName } from './soak-redis.ts';
 import { delivered, scanRedis } from './survey.ts';

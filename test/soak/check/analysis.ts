@@ -3,8 +3,7 @@
  * and what it became, each connection's grants, the fault windows, when each instance could not
  * answer, and the brokers' log lines that name a connection.
  */
-import type { TokenRequest } from '../provider-tap.ts';
-import type { FaultRecord, FlowRecord, History, License } from '../history.ts';
+import type { FaultRecord, FlowRecord, History, License, TokenRequest } from '../history.ts';
 
 export type Invariant = 'C1' | 'C2' | 'C3' | 'C4' | 'C5' | 'C6';
 

@@ -1,10 +1,12 @@
 /**
  * C5: after each heal, calls succeed again within a bound. A call failed when it got no answer
  * from an instance that was up, or a 5xx; a fault's recovery is how long after its heal began
- * such failures went on (failures while another fault was active, or once the next one began,
- * are that one's). Also, for the
+ * such failures went on (a failure while another fault was active at any time between the call's
+ * start and its end, or once the next one began, is that one's: a call in flight when a broker
+ * was paused under it answers when it wakes). Also, for the
  * faults of one broker, the calls through the other instances that failed meanwhile, and for a
- * failover, how long calls failed from the fault on, against the failover's own time plus 3 s.
+ * failover, how long calls failed from the fault on (the failures no other fault had a hand in),
+ * against the failover's own time plus 3 s.
  */
 import type { CallRecord, FaultRecord } from '../history.ts';
 import { percentile, type Analysis, type Violation } from './analysis.ts';
@@ -49,8 +51,14 @@ export function checkRecovery(
   const violations: Violation[] = [];
   const recoveries: Recovery[] = [];
   const calls = [...history.calls].sort((a, b) => a.start - b.start);
-  const others = (fault: FaultRecord, at: number) =>
-    analysis.activeFaults(at).some((other) => other.seq !== fault.seq);
+  /** Whether a fault other than `fault` was active at any time while `call` was in flight. */
+  const others = (fault: FaultRecord, call: CallRecord) =>
+    history.faults.some(
+      (other) =>
+        other.seq !== fault.seq &&
+        other.start <= call.end &&
+        (other.healed ?? Infinity) >= call.start,
+    );
 
   for (const fault of history.faults) {
     if (fault.healStart === undefined) continue;
@@ -64,7 +72,7 @@ export function checkRecovery(
     for (const call of calls) {
       if (call.start < from) continue;
       if (call.start > until) break;
-      if (failed(analysis, call) && !others(fault, call.start)) last = Math.max(last, call.end);
+      if (failed(analysis, call) && !others(fault, call)) last = Math.max(last, call.end);
     }
     const recovery: Recovery = {
       seq: fault.seq,
@@ -78,7 +86,7 @@ export function checkRecovery(
           call.start >= fault.start &&
           call.start <= (fault.healed ?? from) &&
           failed(analysis, call) &&
-          !others(fault, call.start),
+          !others(fault, call),
       ).length;
     }
     if (fault.failoverMs !== undefined) {
@@ -86,7 +94,7 @@ export function checkRecovery(
       for (const call of calls) {
         if (call.start < fault.start) continue;
         if (call.start > from) break;
-        if (failed(analysis, call)) outage = Math.max(outage, call.end);
+        if (failed(analysis, call) && !others(fault, call)) outage = Math.max(outage, call.end);
       }
       recovery.outageMs = Math.round(outage - fault.start);
       recovery.failoverMs = Math.round(fault.failoverMs);

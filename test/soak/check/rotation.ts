@@ -2,7 +2,7 @@
  * C1, no refresh token presented twice, and C2, nothing lost: both read the provider's side of
  * every grant (the tap's token requests), and share the question of why a used token came back.
  */
-import type { TokenRequest } from '../provider-tap.ts';
+import type { TokenRequest } from '../history.ts';
 import { WINDOWS, type Analysis, type Explained, type Violation } from './analysis.ts';
 
 /** Time after a rotation's answer within which a kill of its broker counts as a kill holding it. */
