@@ -49,6 +49,11 @@ export function createMemoryStore(now: () => number = Date.now): Store {
     async get(key) {
       return stringAt(key);
     },
+    async getWithTtl(key) {
+      const value = stringAt(key);
+      const entry = entries.get(key);
+      return value === null || !entry ? null : { value, ttlMs: entry.expiresAt - now() };
+    },
     async set(key, value, ttlMs) {
       entries.set(key, { kind: 'string', value, expiresAt: now() + ttlMs });
       sweep();

@@ -37,6 +37,18 @@ export function storeContract(
       expect(await store.indexCount(key('none'))).toBe(0);
     });
 
+    it('reads a value with the time it has left on its own clock', async () => {
+      const { store, advance } = setup();
+      const k = key('left');
+      await store.set(k, 'one', 10_000);
+      await advance(20);
+      const read = await store.getWithTtl(k);
+      expect(read?.value).toBe('one');
+      expect(read!.ttlMs).toBeGreaterThan(9_000);
+      expect(read!.ttlMs).toBeLessThanOrEqual(9_980);
+      expect(await store.getWithTtl(key('absent'))).toBeNull();
+    });
+
     it('sets a time to live anew, on any kind of key, and ignores an absent one', async () => {
       const { store, advance } = setup();
       const [plain, versioned, set] = [key('plain'), key('versioned'), key('set')];

@@ -13,6 +13,11 @@ export interface Store extends Format1Reads {
    * read of it, once and within 100 ms: that call's read, not a copy kept for others.
    */
   get(key: string, options?: { cached?: boolean; alongside?: string }): Promise<string | null>;
+  /**
+   * A value and the time it has left (ms), on the store's own clock, never from a cache; null when
+   * absent. For what must end alike on every instance whatever their clocks (a back-off).
+   */
+  getWithTtl(key: string): Promise<{ value: string; ttlMs: number } | null>;
   set(key: string, value: string, ttlMs: number): Promise<void>;
   /** SET NX PX: true when this call created the key. */
   setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean>;

@@ -8,24 +8,32 @@ import { refreshBackoffMs } from './policy.ts';
  */
 export const refreshBackoffKey = (sid: string, id: string): string => keys.backoff(sid, id);
 
-/** A connection's back-off after transient refresh failures: until when, and after how many. */
+/** A connection's back-off after transient refresh failures: until when (on the reader's clock), and after how many. */
 export interface Backoff {
   until: number;
   attempts: number;
 }
 
+/** How long a back-off's key outlives its end: the next failure still counts as the next attempt. */
+const KEEP_MS = 60_000;
+
 /**
  * The refresh back-off of each connection, in the store beside its record (`backoff:<id>`), so
  * that every instance holds back alike: read before a refresh, grown after a transient failure,
- * cleared once a refresh (or a new authorization) succeeds.
+ * cleared once a refresh (or a new authorization) succeeds. It ends on the store's clock, the one
+ * every instance shares (its key's time to live, less KEEP_MS), never on the clock of the instance
+ * that wrote it: one whose clock ran 50 s ahead would otherwise hold every other instance back for
+ * 50 s more (the soak's clock jump during a token endpoint's 503s).
  */
 export function createRefreshBackoff(deps: { store: Store; now: () => number }) {
   const { store, now } = deps;
   return {
     /** The connection's back-off, or null when it has none. */
     async of(sid: string, id: string): Promise<Backoff | null> {
-      const raw = await store.get(refreshBackoffKey(sid, id));
-      return raw === null ? null : (JSON.parse(raw) as Backoff);
+      const read = await store.getWithTtl(refreshBackoffKey(sid, id));
+      if (read === null) return null;
+      const { attempts } = JSON.parse(read.value) as { attempts: number };
+      return { attempts, until: now() + read.ttlMs - KEEP_MS };
     },
 
     /** Whether `backoff` still holds refreshes back now. */
@@ -41,14 +49,9 @@ export function createRefreshBackoff(deps: { store: Store; now: () => number }) 
       retryAfterMs: number | undefined,
     ): Promise<Backoff> {
       const attempts = (previous?.attempts ?? 0) + 1;
-      const next: Backoff = { until: now() + refreshBackoffMs(attempts, retryAfterMs), attempts };
-      // Kept a minute past its end: the next failure still counts as the next attempt.
-      await store.set(
-        refreshBackoffKey(sid, id),
-        JSON.stringify(next),
-        next.until - now() + 60_000,
-      );
-      return next;
+      const waitMs = refreshBackoffMs(attempts, retryAfterMs);
+      await store.set(refreshBackoffKey(sid, id), JSON.stringify({ attempts }), waitMs + KEEP_MS);
+      return { until: now() + waitMs, attempts };
     },
 
     clear(sid: string, id: string): Promise<void> {

@@ -31,6 +31,16 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
     ...createWrites(commands),
     ...createCollections(commands),
     ...format1Reads(commands.send),
+    // Untracked (`send`): a value whose time left matters is never answered from the cache.
+    getWithTtl: async (key) => {
+      const [value, ttlMs] = await Promise.all([
+        commands.send(key, ['GET', key]),
+        commands.send(key, ['PTTL', key]),
+      ]);
+      return typeof value === 'string' && typeof ttlMs === 'number' && ttlMs >= 0
+        ? { value, ttlMs }
+        : null;
+    },
     ping: async () => {
       await commands.guard(() => client.ping());
     },
