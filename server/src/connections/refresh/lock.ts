@@ -1,3 +1,4 @@
+import { isStoreDown } from '../../store/errors.ts';
 import { keys } from '../../store/keys.ts';
 import { createLeases, type Lease } from '../../store/lease.ts';
 import type { Store } from '../../store/types.ts';
@@ -5,6 +6,8 @@ import type { Store } from '../../store/types.ts';
 /** A refresh lock this process took; `kept` hands its release to a write still to come. */
 export interface HeldLock {
   readonly lease: Lease;
+  /** When it was taken, on this process's clock: its lease ends `leaseMs` later. */
+  readonly takenAt: number;
   kept: boolean;
 }
 
@@ -24,6 +27,8 @@ export const refreshLockKey = (sid: string, id: string): string => keys.refreshL
 
 /** How often a waiter looks whether the holder has released the lock. */
 const POLL_MS = 10;
+/** How often a release the store did not take is offered again. */
+const RELEASE_RETRY_MS = 250;
 
 /**
  * The cross-instance refresh lock of one connection: a lease (store/lease.ts) that outlives the
@@ -32,18 +37,42 @@ const POLL_MS = 10;
 export function createRefreshLock(deps: RefreshLockDeps) {
   const { leaseMs } = deps;
   const leases = createLeases(deps.store);
+
+  async function releaseWhenBack(held: HeldLock): Promise<void> {
+    for (;;) {
+      await deps.sleep(RELEASE_RETRY_MS);
+      if (deps.now() >= held.takenAt + leaseMs) return;
+      try {
+        await leases.release(held.lease);
+        return;
+      } catch (error) {
+        if (!isStoreDown(error)) return;
+      }
+    }
+  }
+
   return {
     leaseMs,
 
     /** The lock, or null when another holder has it. */
     async acquire(key: string): Promise<HeldLock | null> {
+      const takenAt = deps.now();
       const lease = await leases.take(key, leaseMs);
-      return lease ? { lease, kept: false } : null;
+      return lease ? { lease, takenAt, kept: false } : null;
     },
 
-    /** Release a lock still ours (one that ran out and was taken by another stays theirs). */
+    /**
+     * Release a lock still ours (one that ran out and was taken by another stays theirs). When the
+     * store is away (a failover), it rejects, and the release is offered again until the store
+     * takes it or the lease has ended: the others do not wait out the lease for a lock let go.
+     */
     async release(held: HeldLock): Promise<void> {
-      await leases.release(held.lease);
+      try {
+        await leases.release(held.lease);
+      } catch (error) {
+        if (isStoreDown(error)) void releaseWhenBack(held);
+        throw error;
+      }
     },
 
     /**

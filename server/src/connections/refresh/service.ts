@@ -185,7 +185,10 @@ export function createTokenService(deps: TokenServiceDeps) {
 
   async function letGo(lease: HeldLock, id: string): Promise<void> {
     await lock.release(lease).catch((error: unknown) => {
-      log.warn({ err: error, connection: id }, 'could not release the refresh lock');
+      log.warn(
+        { err: error, connection: id },
+        'could not release the refresh lock; offered again while its lease lasts',
+      );
     });
   }
 
