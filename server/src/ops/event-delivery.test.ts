@@ -412,6 +412,36 @@ describe('event delivery (Standard Webhooks)', () => {
     expect(w.requests).toHaveLength(2);
   });
 
+  it('a session woken by each new event while its head waits out a back-off is not tried early: a short outage costs one attempt, not one per event', async () => {
+    // The soak (standalone, seed 107): a receiver down for five seconds burned eight or nine
+    // attempts of three sessions' heads, one per event their users caused meanwhile, and the
+    // doubled back-off then held them for up to fifteen minutes after the receiver was back.
+    const w = world();
+    const settled = () => new Promise((resolve) => setImmediate(resolve));
+    w.answer(() => {
+      throw new TypeError('fetch failed');
+    });
+    await w.change('s1', connected('c1'));
+    w.deliveries[0]!.wake('s1');
+    await settled();
+    expect(w.requests).toHaveLength(1);
+    for (let i = 2; i <= 5; i++) {
+      w.advance(200);
+      await w.change('s1', connected(`c${i}`));
+      w.deliveries[0]!.wake('s1');
+      await settled();
+    }
+    expect(w.requests).toHaveLength(1);
+    // Still scheduled: once the back-off ends, the poll delivers all five, in order.
+    w.answer(() => new Response(null, { status: 204 }));
+    w.advance(10_000);
+    await w.pass();
+    const ids = w.requests
+      .slice(1)
+      .map((r) => JSON.parse(r.body) as { data: { connection: { id: string } } });
+    expect(ids.map((body) => body.data.connection.id)).toEqual(['c1', 'c2', 'c3', 'c4', 'c5']);
+  });
+
   it('three instances deliver each event once, a session from one instance at a time', async () => {
     const w = world({ instances: 3 });
     // The receiver answers a little later, so that the instances' passes overlap.

@@ -103,14 +103,9 @@ export function createDelivery(options: DeliveryOptions) {
     }
     counters.failedAttempts++;
     const previous = await attemptsOf(sid, event.id);
-    const attempts: Attempts = {
-      id: event.id,
-      count: (previous?.count ?? 0) + 1,
-      first: previous?.first ?? now(),
-      outcome: outcome.outcome,
-    };
-    await store.set(keys.outboxAttempts(sid), JSON.stringify(attempts), OUTBOX_RETENTION_MS);
-    const windowLeft = (event.at ?? attempts.first) + giveUpMs - now();
+    const count = (previous?.count ?? 0) + 1;
+    const first = previous?.first ?? now();
+    const windowLeft = (event.at ?? first) + giveUpMs - now();
     if (windowLeft <= 0) {
       await deadLetter(sid, raw, 'expired', outcome.outcome);
       return true;
@@ -118,8 +113,16 @@ export function createDelivery(options: DeliveryOptions) {
     // Tried again after the back-off, or when the window ends if that comes first.
     const wait = Math.max(
       1000,
-      Math.min(outcome.retryAfterMs ?? backoffMs(attempts.count, BACKOFF, random()), windowLeft),
+      Math.min(outcome.retryAfterMs ?? backoffMs(count, BACKOFF, random()), windowLeft),
     );
+    const attempts: Attempts = {
+      id: event.id,
+      count,
+      first,
+      outcome: outcome.outcome,
+      next: now() + wait,
+    };
+    await store.set(keys.outboxAttempts(sid), JSON.stringify(attempts), OUTBOX_RETENTION_MS);
     await Promise.all([
       // Kept alive while delivery is pending: a time to live never takes an event.
       store.expire(keys.outbox(sid), OUTBOX_RETENTION_MS),
@@ -161,13 +164,28 @@ export function createDelivery(options: DeliveryOptions) {
     }
   }
 
-  /** Up to `perLease` attempts at one session's events, under its lease. */
-  async function drain(sid: string): Promise<void> {
+  /**
+   * Whether a woken session's head is waiting out its back-off: then it is left to the schedule,
+   * put back at the attempt's time (a failover may have lost the entry), so that events recorded
+   * while a receiver is down do not each spend an attempt and double the wait.
+   */
+  async function backingOff(sid: string, head: string): Promise<boolean> {
+    const attempts = await attemptsOf(sid, (JSON.parse(head) as OutboxEntry).id);
+    if (attempts?.next === undefined || attempts.next <= now()) return false;
+    await store.schedulePut(keys.eventsDue(eventShard(sid)), sid, attempts.next, {
+      keepMs: OUTBOX_RETENTION_MS,
+    });
+    return true;
+  }
+
+  /** Up to `perLease` attempts at a session's events, under its lease; `woken`: by a new event. */
+  async function drain(sid: string, woken = false): Promise<void> {
     const due = keys.eventsDue(eventShard(sid));
     await leased(sid, async () => {
       await trimmed(sid);
       for (let n = 0; n < perLease; n++) {
         const head = await store.listHead(keys.outbox(sid));
+        if (woken && n === 0 && head !== null && (await backingOff(sid, head))) return;
         if (head === null) {
           await store.scheduleRemove(due, sid);
           // An event recorded between the read and the removal scheduled nothing (its session
@@ -302,7 +320,7 @@ export function createDelivery(options: DeliveryOptions) {
      * and a failover there may have lost both of its entries), and whatever else is due.
      */
     wake(sid?: string): void {
-      if (sid !== undefined) logged(paused(drain(sid)));
+      if (sid !== undefined) logged(paused(drain(sid, true)));
       logged(runOnce());
     },
     /** The session's outbox is over its cap: its oldest events go to the dead letters now. */

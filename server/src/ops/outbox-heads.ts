@@ -25,6 +25,8 @@ export interface Attempts {
   first: number;
   /** What the last attempt got, for a dead letter. */
   outcome?: string;
+  /** When the next attempt is due (the back-off's end): a wake before it leaves the head be. */
+  next?: number;
 }
 
 /**
