@@ -20,10 +20,11 @@ const KEEP_MS = 60_000;
 /**
  * The refresh back-off of each connection, in the store beside its record (`backoff:<id>`), so
  * that every instance holds back alike: read before a refresh, grown after a transient failure,
- * cleared once a refresh (or a new authorization) succeeds. It ends on the store's clock, the one
- * every instance shares (its key's time to live, less KEEP_MS), never on the clock of the instance
- * that wrote it: one whose clock ran 50 s ahead would otherwise hold every other instance back for
- * 50 s more (the soak's clock jump during a token endpoint's 503s).
+ * cleared once a refresh (or a new authorization) succeeds. It ends at the earlier of the end its
+ * writer gave it and the end its key's time to live says (less KEEP_MS), on the store's clock, the
+ * one every instance shares: so a writer whose clock ran 50 s ahead no longer holds every other
+ * instance back 50 s more (the soak's clock jump during a token endpoint's 503s); one whose clock
+ * is behind ends it early, which costs one refresh attempt sooner.
  */
 export function createRefreshBackoff(deps: { store: Store; now: () => number }) {
   const { store, now } = deps;
@@ -32,8 +33,8 @@ export function createRefreshBackoff(deps: { store: Store; now: () => number }) 
     async of(sid: string, id: string): Promise<Backoff | null> {
       const read = await store.getWithTtl(refreshBackoffKey(sid, id));
       if (read === null) return null;
-      const { attempts } = JSON.parse(read.value) as { attempts: number };
-      return { attempts, until: now() + read.ttlMs - KEEP_MS };
+      const { attempts, until } = JSON.parse(read.value) as Backoff;
+      return { attempts, until: Math.min(until, now() + read.ttlMs - KEEP_MS) };
     },
 
     /** Whether `backoff` still holds refreshes back now. */
@@ -50,8 +51,9 @@ export function createRefreshBackoff(deps: { store: Store; now: () => number }) 
     ): Promise<Backoff> {
       const attempts = (previous?.attempts ?? 0) + 1;
       const waitMs = refreshBackoffMs(attempts, retryAfterMs);
-      await store.set(refreshBackoffKey(sid, id), JSON.stringify({ attempts }), waitMs + KEEP_MS);
-      return { until: now() + waitMs, attempts };
+      const next: Backoff = { until: now() + waitMs, attempts };
+      await store.set(refreshBackoffKey(sid, id), JSON.stringify(next), waitMs + KEEP_MS);
+      return next;
     },
 
     clear(sid: string, id: string): Promise<void> {

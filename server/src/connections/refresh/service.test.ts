@@ -582,6 +582,25 @@ describe('the refresh, step by step on the in-memory store', () => {
     expect(await w.store.get(keys.refreshLock(SID, 'c1'))).toBeNull();
   });
 
+  it('a pair that arrives already expired (its holder paused past the token’s life) is refreshed again before the retry', async () => {
+    // The standalone soak (seed 107): a broker paused 9.7 s holding a refresh's answer stored a
+    // pair whose 6-second access token had expired, retried with it, met a 401 and took it for
+    // a path that answers 401 (the refresh budget engaged, the 401 passed on).
+    const w = instances(1);
+    const loaded = await w.connect(3_000_000);
+    const answer = deferred<TokenSet>();
+    w.answerWith(() => answer.promise);
+    const call = w.tokens[0]!.usable(SID, loaded, { kind: 'rejected', accessToken: 'at-1' });
+    await settle();
+    const issued: TokenSet = { accessToken: 'at-2', refreshToken: 'rt-2', expiresAt: NOW + 6000 };
+    w.advance(9_700);
+    w.answerWith(async () => w.rotated(3));
+    answer.resolve(issued);
+    expect((await call).record.tokens?.accessToken).toBe('at-3');
+    expect(w.calls).toEqual(['rt-1', 'rt-2']);
+    expect(await w.store.get(keys.refreshLock(SID, 'c1'))).not.toBeNull();
+  });
+
   it('a rejected token is never used again, even when the refresh is held back', async () => {
     const w = instances(1);
     const loaded = await w.connect(3_000_000);

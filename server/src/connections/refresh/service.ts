@@ -157,7 +157,9 @@ export function createTokenService(deps: TokenServiceDeps) {
       const result = await rotatedPairs.store(sid, current, rotated, lease);
       if (result.record.tokens !== rotated) return result;
       if (backoff) await backoffs.clear(sid, current.record.id);
-      if (reason.kind === 'rejected') keepForRetry(sid, id, rotated.accessToken, lease);
+      // A pair that arrived expired (its holder paused past the token's life) gets no retry.
+      if (reason.kind === 'rejected' && rotated.expiresAt > now())
+        keepForRetry(sid, id, rotated.accessToken, lease);
       return result;
     } catch (error) {
       if (!(error instanceof ProviderError)) throw error;
@@ -280,13 +282,15 @@ export function createTokenService(deps: TokenServiceDeps) {
     }).finally(() => inflight.delete(flightKey));
     inflight.set(flightKey, flight);
     const result = await flight;
+    // A pair that arrived already expired would only meet a 401 again, taken for the path's: it
+    // is refreshed once more (its refresh token is the newest) before the retry.
+    const got = result.record.tokens;
+    if (reason.kind !== 'rejected' || !got) return result;
+    if (got.accessToken !== reason.accessToken && got.expiresAt <= now())
+      return usable(sid, result, { kind: 'rejected', accessToken: got.accessToken });
     // Never hand back a token the API rejected, unless its 401s are held back: then the call
     // sends it again and passes the API's answer on.
-    if (
-      reason.kind === 'rejected' &&
-      result.record.tokens?.accessToken === reason.accessToken &&
-      !heldBack(result.record, reason, now(), holdMs)
-    )
+    if (got.accessToken === reason.accessToken && !heldBack(result.record, reason, now(), holdMs))
       throw unavailable(now() + 1000);
     return result;
   }
