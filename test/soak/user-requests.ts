@@ -196,21 +196,7 @@ export async function sendRemoval(
     end: 0,
     status: 0,
   };
-  try {
-    const response = await from.client.fetch(routes.connection(connection.id), {
-      via,
-      method: 'DELETE',
-      headers: { authorization: `Bearer ${session.token}` },
-      timeoutMs: REQUEST_TIMEOUT_MS,
-    });
-    await response.body?.cancel();
-    record.status = response.status;
-    const error = response.headers.get(BROKER_ERROR_HEADER);
-    if (error !== null) record.error = error;
-  } catch {
-    record.status = 0;
-  }
-  record.end = from.world.now();
+  await sendDelete(from, routes.connection(connection.id), session.token, via, record);
   from.world.history.removals.push(record);
   return record;
 }
@@ -231,11 +217,24 @@ export async function sendSignOut(
     connections: [...session.connections.values()].map((connection) => connection.id),
   };
   session.record.signOutSent ??= record.start;
+  await sendDelete(from, routes.session, session.token, via, record);
+  from.world.history.signOuts.push(record);
+  return record;
+}
+
+/** DELETE `path` with the session's token through `via`; its answer (or none) goes into `record`. */
+async function sendDelete(
+  from: Sender,
+  path: string,
+  token: string,
+  via: number,
+  record: { status: number; error?: string; end: number },
+): Promise<void> {
   try {
-    const response = await from.client.fetch(routes.session, {
+    const response = await from.client.fetch(path, {
       via,
       method: 'DELETE',
-      headers: { authorization: `Bearer ${session.token}` },
+      headers: { authorization: `Bearer ${token}` },
       timeoutMs: REQUEST_TIMEOUT_MS,
     });
     await response.body?.cancel();
@@ -246,6 +245,4 @@ export async function sendSignOut(
     record.status = 0;
   }
   record.end = from.world.now();
-  from.world.history.signOuts.push(record);
-  return record;
 }

@@ -23,20 +23,25 @@ function reachable() {
   return { store, state, inner, advance: (ms: number) => (now += ms), now: () => now };
 }
 
+/** A lock taken, then released while the store was away: the release rejected. */
+async function releasedWhileDown() {
+  const world = reachable();
+  const sleeps: (() => void)[] = [];
+  const lock = createRefreshLock({
+    store: world.store,
+    now: world.now,
+    sleep: () => new Promise<void>((resolve) => sleeps.push(resolve)),
+    leaseMs: 6500,
+  });
+  const held = (await lock.acquire(refreshLockKey('sid', 'c1')))!;
+  world.state.down = true;
+  await expect(lock.release(held)).rejects.toBeInstanceOf(StoreUnavailableError);
+  return { ...world, sleeps };
+}
+
 describe('the refresh lock', () => {
   it('a release the store did not take (a failover) is made once it answers again, not left to the lease', async () => {
-    const { store, state, inner, now } = reachable();
-    const sleeps: (() => void)[] = [];
-    const lock = createRefreshLock({
-      store,
-      now,
-      sleep: () => new Promise<void>((resolve) => sleeps.push(resolve)),
-      leaseMs: 6500,
-    });
-    const key = refreshLockKey('sid', 'c1');
-    const held = (await lock.acquire(key))!;
-    state.down = true;
-    await expect(lock.release(held)).rejects.toBeInstanceOf(StoreUnavailableError);
+    const { state, inner, sleeps } = await releasedWhileDown();
     state.down = false;
     sleeps.splice(0).forEach((wake) => wake());
     await new Promise((resolve) => setImmediate(resolve));
@@ -44,18 +49,7 @@ describe('the refresh lock', () => {
   });
 
   it('lets go of nothing once the lease has ended: another holder may have the lock', async () => {
-    const { store, state, now, advance } = reachable();
-    const sleeps: (() => void)[] = [];
-    const lock = createRefreshLock({
-      store,
-      now,
-      sleep: () => new Promise<void>((resolve) => sleeps.push(resolve)),
-      leaseMs: 6500,
-    });
-    const key = refreshLockKey('sid', 'c1');
-    const held = (await lock.acquire(key))!;
-    state.down = true;
-    await expect(lock.release(held)).rejects.toBeInstanceOf(StoreUnavailableError);
+    const { advance, sleeps } = await releasedWhileDown();
     advance(6501);
     sleeps.splice(0).forEach((wake) => wake());
     await new Promise((resolve) => setImmediate(resolve));
