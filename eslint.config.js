@@ -49,12 +49,17 @@ const LAYERS = {
         because:
           'ops/ sits below config/ and http/: the HTTP side of an operation belongs in http/.',
       },
+      admin: {
+        mayImport: ['ops', 'connections', 'oauth', 'store', 'base'],
+        because:
+          'admin/ holds the use cases of operators over the layers below; the admin API (http/admin/) and the command line (admin.ts) call them.',
+      },
       config: {
         mayImport: ['ops', 'connections', 'oauth', 'store', 'base'],
         because: 'config/ parses the environment into the values of the layers below it.',
       },
       http: {
-        mayImport: ['config', 'ops', 'connections', 'oauth', 'store', 'base'],
+        mayImport: ['config', 'admin', 'ops', 'connections', 'oauth', 'store', 'base'],
         because: 'http/ is the top folder: it imports the layers, and the root composes it.',
       },
     },

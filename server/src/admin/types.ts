@@ -1,0 +1,116 @@
+/**
+ * The operators' use cases (admin/use-cases.ts), as the admin API (admin/http/) and the command
+ * line (admin.ts) both call them: no logic is written twice. Every answer here is safe to show an
+ * operator: no token, secret, session id or session handle; a session is named by its reference
+ * (`ses_…`, as logs and events name it, ops/events.ts sessionRef).
+ */
+
+/** Who asked: a name from ADMIN_TOKENS_FILE (or `cli:<user>`), and its role. */
+export interface Actor {
+  name: string;
+  role: 'viewer' | 'operator';
+}
+
+export interface Overview {
+  build: { version: string; revision: string };
+  /** The data format the store holds (store/format.ts). */
+  dataFormat: number;
+  redis: {
+    topology: 'embedded' | 'standalone' | 'sentinel' | 'cluster';
+    /** Each master: its address (host:port, no credentials), whether it answered, in how long. */
+    masters: { address: string; up: boolean; latencyMs: number | null }[];
+  };
+  sessions: number;
+  connections: {
+    byStatus: { connected: number; disconnected: number };
+    /** By encryption key id; null when not known without opening every record (see its doc). */
+    byKeyId: Record<string, number> | null;
+    activeKeyId: string;
+  };
+  /** Refresh outcomes over the last hour, across every instance. */
+  refreshes: { refreshed: number; rejected: number; transient: number; lost: number };
+  events: {
+    enabled: boolean;
+    waiting: number;
+    sessionsDue: number;
+    deadLetters: number;
+    deadLettersByReason: Record<string, number>;
+  };
+}
+
+/** One connection as an operator sees it. Times are ISO 8601. */
+export interface ConnectionView {
+  id: string;
+  sessionRef: string;
+  /** The licence: its api_url. */
+  licence: string;
+  status: 'connected' | 'disconnected';
+  createdAt: string;
+  /** The last refresh that stored a pair (null: none since the connection was made). */
+  lastRefreshAt: string | null;
+  /** ok, or why the last refresh did not store a pair: rejected, lost, transient (backing off). */
+  lastRefreshOutcome: 'ok' | 'rejected' | 'lost' | 'transient' | null;
+  disconnectedReason: string | null;
+  /** Last use of its session, to the hour (a session is renewed at most once an hour). */
+  lastUsedAt: string;
+  /** The encryption key id its record is sealed under. */
+  keyId: string;
+}
+
+export type ConnectionQuery =
+  | { connectionId: string }
+  | { sessionRef: string }
+  | { licence: string };
+
+export interface DeadLetterView {
+  id: string;
+  type: string;
+  sessionRef: string | null;
+  reason: string;
+  attempts: number;
+  recordedAt: string | null;
+  deadAt: string;
+  lastOutcome: string | null;
+}
+
+export interface ReencryptJob {
+  state: 'idle' | 'running' | 'paused' | 'done' | 'failed';
+  activeKeyId: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  startedBy: string | null;
+  /** Connection records looked at so far, and of them: sealed again, already current, unreadable. */
+  seen: number;
+  resealed: number;
+  alreadyCurrent: number;
+  /** Records sealed under a key id no longer in TOKEN_ENCRYPTION_KEYS, by key id. */
+  missingKey: Record<string, number>;
+  error: string | null;
+}
+
+/** What an operator action changed (the target named as in ConnectionView and DeadLetterView). */
+export interface ActionResult {
+  ok: boolean;
+  /** e.g. connections disconnected, sessions ended, letters redelivered. */
+  count: number;
+  /** Why nothing was done (ok false): not_found. */
+  error?: 'not_found';
+}
+
+export interface AdminUseCases {
+  overview(): Promise<Overview>;
+  findConnections(query: ConnectionQuery, limit: number): Promise<ConnectionView[]>;
+  /** Marks it disconnected (reason `disconnected_by_operator`); the user is asked to reconnect. */
+  disconnect(connectionId: string, actor: Actor): Promise<ActionResult>;
+  endSession(sessionRef: string, actor: Actor): Promise<ActionResult>;
+  /** Ends every session holding a connection to this licence (api_url). */
+  endSessionsOfLicence(licence: string, actor: Actor): Promise<ActionResult>;
+  deadLetters(options: { limit: number; reason?: string }): Promise<DeadLetterView[]>;
+  redeliver(eventId: string, actor: Actor): Promise<ActionResult>;
+  discard(eventId: string, actor: Actor): Promise<ActionResult>;
+  /** Starts the job, or resumes one paused or left by a stopped instance. */
+  startReencrypt(actor: Actor): Promise<ReencryptJob>;
+  reencryptJob(): Promise<ReencryptJob>;
+  /** Schedules every outbox found in Redis (the CLI's `events sweep`). */
+  sweepEvents(actor: Actor): Promise<{ ok: boolean; outboxes: number }>;
+}
