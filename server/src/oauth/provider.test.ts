@@ -187,4 +187,40 @@ describe('a broker paused while the provider answers (SIGSTOP, a long GC)', () =
     }
     // (A worker thread to start: seconds on a busy machine, which measure nothing here.)
   }, 30_000);
+  it('reads an answer whose body comes after the request’s timeout, once its headers arrived', async () => {
+    const timeoutMs = 200;
+    // Headers at once; the body three timeouts later (a provider, or a proxy, that flushes late).
+    const worker = new Worker(
+      `const { createServer } = require('node:http');
+       const { parentPort } = require('node:worker_threads');
+       const server = createServer((request, response) => {
+         request.resume();
+         response.writeHead(200, { 'content-type': 'application/json' });
+         response.flushHeaders();
+         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ${3 * timeoutMs});
+         response.end(${JSON.stringify(JSON.stringify(TOKENS))});
+       });
+       server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port));`,
+      { eval: true },
+    );
+    const dispatcher = new Agent();
+    try {
+      const [port] = (await once(worker, 'message')) as [number];
+      const provider = createProvider({
+        clientId: 'client',
+        clientSecret: 'secret',
+        redirectUri: 'https://broker.example.test/auth/callback',
+        dispatcher,
+        now: () => 1_000,
+        timeoutMs,
+        bodyTimeoutMs: 20_000,
+      });
+      await expect(
+        provider.refresh(`http://127.0.0.1:${port}/licenses/1`, 'rt-0'),
+      ).resolves.toMatchObject({ accessToken: 'at-1', refreshToken: 'rt-1' });
+    } finally {
+      await dispatcher.close();
+      await worker.terminate();
+    }
+  }, 30_000);
 });

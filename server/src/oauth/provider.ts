@@ -52,8 +52,14 @@ export interface ProviderOptions {
   redirectUri: string;
   dispatcher: Dispatcher;
   now: () => number;
-  /** Bound on the whole token request, in ms. */
+  /** Bound on a token request until its answer's status and headers arrive, in ms. */
   timeoutMs: number;
+  /**
+   * Bound on reading an answer's body once its headers arrived, in ms (default 4000: within the
+   * 5 s the refresh lease outlasts the token timeout). An answer under way is the provider's word
+   * that it acted: cut at the request's own deadline, a rotated pair would be thrown away.
+   */
+  bodyTimeoutMs?: number;
 }
 
 const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024;
@@ -63,23 +69,32 @@ const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024;
  * process stopped, a long GC), Node runs due timers before it reads its sockets: a plain
  * AbortSignal.timeout (or undici's own timeouts) would end a request whose answer is waiting in the
  * socket, and a rotated pair the provider has issued would be thrown away. So the deadline aborts
- * from an immediate, which runs after that loop turn has read the sockets.
+ * from an immediate, which runs after that loop turn has read the sockets. `restart` gives what
+ * is left of the exchange a bound of its own: an answer whose headers arrived is read to its end
+ * (its body may come in a later segment, after the request's deadline), within bodyTimeoutMs.
  */
-function deferredDeadline(ms: number): { signal: AbortSignal; clear: () => void } {
+function deferredDeadline(ms: number): {
+  signal: AbortSignal;
+  clear: () => void;
+  restart: (ms: number) => void;
+} {
   const controller = new AbortController();
   let immediate: NodeJS.Immediate | undefined;
-  const timer = setTimeout(() => {
-    immediate = setImmediate(() =>
-      controller.abort(new DOMException('the token request timed out', 'TimeoutError')),
-    );
-  }, ms);
-  return {
-    signal: controller.signal,
-    clear: () => {
-      clearTimeout(timer);
-      clearImmediate(immediate);
-    },
+  let timer: NodeJS.Timeout | undefined;
+  const clear = () => {
+    clearTimeout(timer);
+    clearImmediate(immediate);
   };
+  const restart = (after: number) => {
+    clear();
+    timer = setTimeout(() => {
+      immediate = setImmediate(() =>
+        controller.abort(new DOMException('the token request timed out', 'TimeoutError')),
+      );
+    }, after);
+  };
+  restart(ms);
+  return { signal: controller.signal, clear, restart };
 }
 
 /**
@@ -97,7 +112,7 @@ export function createProvider(options: ProviderOptions) {
     const issuedAt = options.now();
     const deadline = deferredDeadline(options.timeoutMs);
     try {
-      return await answer(url, body, issuedAt, deadline.signal);
+      return await answer(url, body, issuedAt, deadline);
     } finally {
       deadline.clear();
     }
@@ -107,7 +122,7 @@ export function createProvider(options: ProviderOptions) {
     url: URL,
     body: string,
     issuedAt: number,
-    signal: AbortSignal,
+    deadline: ReturnType<typeof deferredDeadline>,
   ): Promise<TokenSet> {
     let response: Dispatcher.ResponseData;
     try {
@@ -123,13 +138,15 @@ export function createProvider(options: ProviderOptions) {
         // The deadline bounds headers and body alike: undici's own timers would fire as early.
         headersTimeout: 0,
         bodyTimeout: 0,
-        signal,
+        signal: deadline.signal,
       });
     } catch (cause) {
       // Refused or unreachable: nothing was sent. Otherwise the provider may have acted on it.
       const failure = neverSent(cause) ? 'transient' : 'lost';
       throw new ProviderError(failure, 'no answer from the token endpoint', { cause });
     }
+    // The answer is under way: its body gets a bound of its own, not what is left of the request's.
+    deadline.restart(options.bodyTimeoutMs ?? 4000);
     const { statusCode: status } = response;
     const retryAfterMs = parseRetryAfter(response.headers['retry-after'], options.now());
     if (status < 200 || status >= 300) {
