@@ -218,6 +218,32 @@ describe('the checker', () => {
       );
     });
 
+    it('names a stored pair lost when standalone Redis was killed within its AOF delay, and no later kill', () => {
+      const history = clean();
+      reusedByAnother(history);
+      const stored = history.tokens[2]!.end ?? 0;
+      history.tokens[3]!.start = stored + 4000;
+      const killAt = (start: number) =>
+        (history.faults = [
+          {
+            seq: 0,
+            kind: 'redis-kill-master',
+            target: 'master',
+            start,
+            healStart: start + 500,
+            healed: start + 1000,
+          },
+        ]);
+      killAt(stored + 1500);
+      expect(verdict(history).byInvariant.C1).toBe(0);
+      expect(verdict(history).explained[0]?.window).toMatch(/not yet in its AOF/);
+      killAt(stored + 2500);
+      expect(broken(history)).toContain('C1 a refresh token presented twice');
+      killAt(stored + 1500);
+      history.topology = 'sentinel';
+      expect(broken(history)).toContain('C1 a refresh token presented twice');
+    });
+
     it('names a presentation cut when its broker went away, once the token is refused as used', () => {
       const history = clean();
       history.tokens[2] = token(2, { presented: 'rt1', pid: 102, outcome: 'abandoned' });

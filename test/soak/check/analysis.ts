@@ -43,6 +43,8 @@ export const WINDOWS = {
   failover:
     'a failover lost a write no replica had acknowledged (docs/operations.md, Redis durability)',
   storeDown: 'the store stayed down for the whole lease (refresh/rotated.ts)',
+  aofEverysec:
+    'Redis killed with an acknowledged write not yet in its AOF (appendfsync everysec: docs/operations.md, Redis durability)',
 } as const;
 
 export interface Chain {

@@ -12,6 +12,12 @@ const KILL_SLACK_MS = 2000;
 const GAVE_UP_SLACK_MS = 3000;
 const LOST = /"failure":"lost"/;
 
+/**
+ * How long after a write standalone Redis may still not have written it to its AOF: with
+ * `appendfsync everysec` it postpones that write, up to 2 s, while a background fsync is slow.
+ */
+const AOF_POSTPONED_MS = 2000;
+
 const UNREPLICATED = /not acknowledged by enough Redis replicas|the store had lost writes/;
 
 /**
@@ -121,6 +127,23 @@ export function whyReused(
           (fault) => `nemesis: fault ${fault.seq} ${fault.kind} on ${fault.target}`,
         ),
         ...unreplicated.slice(0, 3).map((entry) => entry.line),
+        ...named,
+      ],
+    };
+  const aofKill =
+    history.topology === 'standalone'
+      ? history.faults.find(
+          (fault) =>
+            fault.kind === 'redis-kill-master' &&
+            fault.start >= answered &&
+            fault.start <= Math.min(answered + AOF_POSTPONED_MS, second.start),
+        )
+      : undefined;
+  if (aofKill)
+    return {
+      window: WINDOWS.aofEverysec,
+      trace: [
+        `nemesis: fault ${aofKill.seq} redis-kill-master at ${Math.round(aofKill.start)} ms, ${Math.round(aofKill.start - answered)} ms after refresh ${first.seq}'s pair was answered and stored`,
         ...named,
       ],
     };
