@@ -56,6 +56,8 @@ export function composeServices(deps: ServiceDeps) {
     deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const tokenTimeoutMs = deps.tokenTimeoutMs ?? config.refresh.tokenTimeoutMs;
   const sealer = createSealer(config.keyring);
+  const leaseMs =
+    deps.tokenTimeoutMs === undefined ? config.refresh.leaseMs : tokenTimeoutMs + 5000;
   const provider = createProvider({
     clientId: config.provider.clientId,
     clientSecret: config.provider.clientSecret,
@@ -63,9 +65,14 @@ export function composeServices(deps: ServiceDeps) {
     dispatcher: deps.dispatcher,
     now,
     timeoutMs: tokenTimeoutMs,
+    // An answer under way is read while the lease holds, with a second to store its pair.
+    bodyTimeoutMs: Math.max(100, leaseMs - tokenTimeoutMs - 1000),
   });
   const events = deps.events ?? noEvents;
-  const sessions = createSessions(store, now, config.sessions.lifetime, events);
+  // A renewal keeps the licences of the session's connections indexed: the repository's, below.
+  const sessions = createSessions(store, now, config.sessions.lifetime, events, {
+    renew: (sid, ttlMs) => connections.renew(sid, ttlMs),
+  });
   const connections = createConnectionRepository(store, sealer, { sessions, events });
   const tokens = createTokenService({
     store,
@@ -77,7 +84,7 @@ export function composeServices(deps: ServiceDeps) {
     refreshAheadMs: config.refresh.aheadMs,
     refreshMinIntervalMs: config.refresh.minIntervalMs,
     tokenTimeoutMs,
-    leaseMs: deps.tokenTimeoutMs === undefined ? config.refresh.leaseMs : tokenTimeoutMs + 5000,
+    leaseMs,
   });
   const loadConnection = createConnectionLoader({
     allowlist: config.provider.apiUrlAllowlist,
@@ -224,7 +231,7 @@ export async function startBroker(config: Config, deps: BrokerDeps): Promise<Sta
   const wrapped = deps.wrapStore?.(stores.store) ?? stores.store;
   const store = tracingOn() ? tracedStore(wrapped) : wrapped;
   startUp.opened(() => store.close());
-  const upgrade = await upgraded(store, now, log, startUp);
+  const upgrade = await upgraded(store, now, log, startUp, config);
   startUp.opened(() => upgrade.stop());
   startUp.check();
 
@@ -269,15 +276,19 @@ export async function startBroker(config: Config, deps: BrokerDeps): Promise<Sta
  * a signal stops it between two batches, its lease let go. Left to another instance, this one
  * serves, and looks again every few seconds until the upgrade is done, by the other or by itself
  * once the other's lease ran out; `stop` ends that. A store of a later format throws
- * DataFormatError (main.ts stops, saying so).
+ * DataFormatError (main.ts stops, saying so). Records are opened with the configured keys, for
+ * the licence index (format 3).
  */
 async function upgraded(
   store: Store,
   now: () => number,
   log: Logger,
   startUp: Stages,
+  config: Pick<Config, 'keyring'>,
 ): Promise<{ stop(): Promise<void> }> {
+  const records = createConnectionRepository(store, createSealer(config.keyring));
   const told: UpgradeOptions = {
+    apiUrlOf: ({ sid, id, stored }) => records.open(sid, id, stored).apiUrl,
     // Flushed: whoever watches the start-up sees it move on.
     onBatch: (progress) => {
       log.debug(progress, 'upgrading the data format');
@@ -288,6 +299,11 @@ async function upgraded(
         { key, reason, entry: entry.slice(0, 1000) },
         'set aside an entry of the previous data format that cannot be read',
       ),
+    onUnreadable: ({ record, reason }) =>
+      log.warn(
+        { record, reason },
+        'a connection record that cannot be opened is left out of the licence index',
+      ),
   };
   const report = (upgrade: FormatUpgrade): void => {
     if (upgrade.leftToAnother)
@@ -297,8 +313,9 @@ async function upgraded(
       );
     else if (upgrade.from !== upgrade.to) {
       // A warning when data moved or was set aside; an empty store (a first start) is only noted.
-      const { indexed, scheduled, deadLetters } = upgrade.moved;
-      const changed = indexed + scheduled + deadLetters + upgrade.setAside > 0;
+      const { indexed, scheduled, deadLetters, licences } = upgrade.moved;
+      const changed =
+        indexed + scheduled + deadLetters + licences + upgrade.setAside + upgrade.unreadable > 0;
       log[changed ? 'warn' : 'info']({ ...upgrade }, 'upgraded the data format of the store');
     }
   };

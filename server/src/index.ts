@@ -9,7 +9,7 @@ export {
 export { loadConfig, ConfigError, type Config } from './config/config.ts';
 export { createLogger } from './ops/logger.ts';
 export { createMetrics } from './ops/metrics.ts';
-export { EVENT_SHARDS, eventShard, keys } from './store/keys.ts';
+export { EVENT_SHARDS, eventShard, indexShard, keys, licenceMember } from './store/keys.ts';
 export { format1Keys } from './store/format1/keys.ts';
 export { createMemoryStore } from './store/memory.ts';
 export { createRedisStore } from './store/redis/store.ts';
@@ -28,8 +28,14 @@ export { storeDeps } from './http/stores.ts';
 export type { RedisClient } from './store/redis/clients.ts';
 export { configureServer } from './http/listener.ts';
 export { createOutbox, parseWebhookSecret } from './ops/events.ts';
-export type { BrokerEvent } from './connections/events.ts';
+export { noEvents, type BrokerEvent } from './connections/events.ts';
 export { createDelivery } from './ops/event-delivery.ts';
-export { createAdmin } from './ops/admin-commands.ts';
+export {
+  createAdminOverStore,
+  createAdminUseCases,
+  type AdminDeps,
+  type AdminService,
+} from './admin/use-cases.ts';
+export { sessionRef } from './ops/events.ts';
 export { parseKeyring } from './base/crypto.ts';
 export { DATA_FORMAT, DataFormatError, upgradeFormat } from './store/format.ts';

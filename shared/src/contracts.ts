@@ -82,6 +82,7 @@ export const DISCONNECTED_REASONS = [
   'refresh_rejected',
   'refresh_response_lost',
   'api_url_not_allowed',
+  'disconnected_by_operator',
 ] as const;
 export type DisconnectedReason = (typeof DISCONNECTED_REASONS)[number];
 

@@ -1,5 +1,5 @@
 import {
-  createAdmin,
+  createAdminOverStore,
   createDelivery,
   createLogger,
   createOutbox,
@@ -7,6 +7,7 @@ import {
   createRedisStore,
   eventShard,
   keys,
+  noEvents,
   parseKeyring,
   parseWebhookSecret,
   standalone,
@@ -187,11 +188,16 @@ describe('the event outbox on Redis', () => {
 
     await delivery.runOnce();
     expect(received).toHaveLength(0);
-    const admin = createAdmin(
-      standalone(client),
-      parseKeyring(`k:${Buffer.alloc(32).toString('base64')}`),
-    );
-    expect((await admin.sweepEvents()).outboxes).toBeGreaterThanOrEqual(1);
+    const admin = createAdminOverStore({
+      redis: standalone(client),
+      store,
+      keyring: parseKeyring(`k:${Buffer.alloc(32).toString('base64')}`),
+      events: noEvents,
+      now: Date.now,
+      build: { version: 'test', revision: 'test' },
+    });
+    const operator = { name: 'test', role: 'operator' } as const;
+    expect((await admin.sweepEvents(operator)).outboxes).toBeGreaterThanOrEqual(1);
     // The CLI schedules on the real clock.
     now = Date.now() + 1000;
     await delivery.runOnce();

@@ -17,9 +17,12 @@ describe('Redis Cluster (3 masters), three broker instances', () => {
     const { stdout } = await promisify(execFile)(process.execPath, [ADMIN, 'stats'], {
       env: { PATH: process.env.PATH ?? '', ...world.env },
     });
-    const stats = JSON.parse(stdout) as { sessions: number; connections: Record<string, number> };
+    const stats = JSON.parse(stdout) as {
+      sessions: number;
+      connections: { byStatus: Record<string, number> };
+    };
     // The scenarios made four sessions and signed one out, and removed one connection.
     expect(stats.sessions).toBe(3);
-    expect(stats.connections).toEqual({ connected: 2 });
+    expect(stats.connections.byStatus).toEqual({ connected: 2, disconnected: 0 });
   });
 });

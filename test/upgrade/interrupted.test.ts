@@ -25,7 +25,7 @@ const SESSIONS = 15_000;
 const MIDWAY_TIMEOUT_MS = 120_000;
 const DAY = 24 * 3600 * 1000;
 const MAIN = fileURLToPath(new URL('../../server/src/main.ts', import.meta.url));
-const FORMAT = '2';
+const FORMAT = '3';
 
 let redis: RedisServer;
 let client: ReturnType<typeof createRedisClient>;
@@ -234,6 +234,26 @@ describe('a format 1 dead letter that does not parse', () => {
       new: written,
     });
     await startAgain();
+  });
+});
+
+describe('a connection record that cannot be opened (sealed under a key no longer configured)', () => {
+  it('is counted and logged, naming no session id, and left in place; the broker starts', async () => {
+    await formatOne({ sessions: 100 });
+    const sid = randomBytes(32).toString('base64url');
+    const sealed = '1:retired.AAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.AAAA';
+    await client.set(keys.session(sid), '[0,0,0]', { PX: DAY });
+    await client.set(keys.connection(sid, 'c-retired'), sealed, { PX: DAY });
+    const broker = await startAgain();
+    const unreadable = broker.lines.filter((line) => line.includes('cannot be opened'));
+    expect(unreadable).toHaveLength(1);
+    expect(unreadable[0]).toContain('c-retired');
+    expect(unreadable[0]).toContain('retired');
+    expect(broker.lines.filter((line) => line.includes(sid))).toEqual([]);
+    const upgraded = broker.lines.find((line) => line.includes('upgraded the data format'));
+    expect(JSON.parse(upgraded ?? '{}')).toMatchObject({ unreadable: 1, to: 3 });
+    expect(await client.get(keys.connection(sid, 'c-retired'))).toBe(sealed);
+    expect(await client.get(keys.dataFormat)).toBe(FORMAT);
   });
 });
 

@@ -1,5 +1,17 @@
-import { createAdmin, createRedisClient, parseKeyring, scanKeys, standalone } from '@baton/server';
+import {
+  createAdminOverStore,
+  createRedisClient,
+  createRedisStore,
+  indexShard,
+  keys,
+  licenceMember,
+  noEvents,
+  parseKeyring,
+  scanKeys,
+  standalone,
+} from '@baton/server';
 import { connectionsResponseSchema, routes } from '@baton/shared';
+import { createHash } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callApi, Client } from '../support/client.ts';
@@ -24,7 +36,7 @@ import { restoreKeys } from './keyspace.ts';
 const fixture = loadFixture('0.1.0');
 const HOUR = 3600 * 1000;
 /** The data format this release writes (`baton:format`); absent means 1, release 0.1.0's. */
-const FORMAT = 2;
+const FORMAT = 3;
 const METRICS_TOKEN = 'upgrade-test-metrics-token-0123456789abcdef';
 /** The settings the recording ran with; the webhook's secret only where events are on. */
 const { EVENTS_WEBHOOK_SECRET: webhookSecret = '', ...settings } = fixture.env;
@@ -96,7 +108,13 @@ let world: World;
 let reader: ReturnType<typeof createRedisClient>;
 let receiver: Receiver;
 const events = new Events();
-let startUp: { lines: string[]; exit: number | null; format: string | null; left: string[] };
+let startUp: {
+  lines: string[];
+  exit: number | null;
+  format: string | null;
+  left: string[];
+  licences: string[];
+};
 let broker: Broker;
 let client: Client;
 
@@ -132,6 +150,7 @@ beforeAll(async () => {
     exit,
     format: await reader.get('baton:format'),
     left: await leftovers(),
+    licences: await licencesIndexed(),
   };
 
   broker = await world.startBroker({
@@ -160,7 +179,39 @@ async function leftovers(): Promise<string[]> {
   return left;
 }
 
+/** A recorded session's id: the SHA-256 of its token, as the broker keys it. */
+const sidOf = (session: RecordedSession) =>
+  createHash('sha256').update(session.token).digest('base64url');
+
+/** Each live connection whose licence the index holds for its session, as `<license> <sid>`. */
+async function licencesIndexed(): Promise<string[]> {
+  const held: string[] = [];
+  for (const session of live)
+    for (const { license } of session.connections) {
+      const apiUrl = `${fixture.sandboxUrl}/licenses/${license}`;
+      const expires = await reader.zScore(
+        keys.licenceIndex(indexShard(sidOf(session))),
+        licenceMember(apiUrl, sidOf(session)),
+      );
+      if (expires !== null && expires > Date.now()) held.push(`${license} ${sidOf(session)}`);
+    }
+  return held.sort();
+}
+
 const bearer = (session: RecordedSession) => ({ authorization: `Bearer ${session.token}` });
+
+/** The operators' use cases over the upgraded Redis, as the CLI builds them. */
+function adminOf(client: ReturnType<typeof createRedisClient>) {
+  const redis = standalone(client);
+  return createAdminOverStore({
+    redis,
+    store: createRedisStore(redis),
+    keyring: parseKeyring(fixture.env.TOKEN_ENCRYPTION_KEYS!),
+    events: noEvents,
+    now: Date.now,
+    build: { version: 'test', revision: 'test' },
+  });
+}
 
 describe(`this release on a Redis written by ${fixture.release} (${fixture.revision.slice(0, 7)})`, () => {
   it('starts on it as deployed and stops cleanly, logging no error', () => {
@@ -174,6 +225,14 @@ describe(`this release on a Redis written by ${fixture.release} (${fixture.revis
     expect(startUp.format).toBe(String(FORMAT));
     expect(startUp.left).toEqual([]);
     expect(startUp.lines.some((line) => line.includes('upgraded the data format'))).toBe(true);
+  });
+
+  it('indexes the licence of every connection kept, at start-up, until its session ends', () => {
+    const kept = live.flatMap((session) =>
+      session.connections.map(({ license }) => `${license} ${sidOf(session)}`),
+    );
+    expect(kept.length).toBeGreaterThan(5);
+    expect(startUp.licences).toEqual(kept.sort());
   });
 
   it('keeps every session: each token lists its connections with their recorded statuses', async () => {
@@ -241,8 +300,7 @@ describe(`this release on a Redis written by ${fixture.release} (${fixture.revis
   it('lists the events the previous release gave up on among its dead letters', async () => {
     const given = fixture.sessions.flatMap((session) => session.deadLetters);
     expect(given.length).toBeGreaterThan(0);
-    const admin = createAdmin(standalone(reader), parseKeyring(fixture.env.TOKEN_ENCRYPTION_KEYS!));
-    const { dead } = await admin.events();
+    const dead = await adminOf(reader).deadLetters({ limit: 500 });
     expect(dead.map(({ type }) => type)).toEqual(given.map(({ type }) => type));
   });
 
@@ -250,11 +308,11 @@ describe(`this release on a Redis written by ${fixture.release} (${fixture.revis
     const count = (status: string) =>
       live.flatMap((session) => session.connections).filter((each) => each.status === status)
         .length;
-    const admin = createAdmin(standalone(reader), parseKeyring(fixture.env.TOKEN_ENCRYPTION_KEYS!));
-    expect(await admin.stats()).toMatchObject({
+    expect(await adminOf(reader).overview({ walk: true })).toMatchObject({
       sessions: live.length,
-      connections: { connected: count('connected'), disconnected: count('disconnected') },
-      unreadable: 0,
+      connections: {
+        byStatus: { connected: count('connected'), disconnected: count('disconnected') },
+      },
     });
     const metrics = await fetch(`${broker.url}${routes.metrics}`, {
       headers: { authorization: `Bearer ${METRICS_TOKEN}` },

@@ -96,6 +96,7 @@ const REASONS: Record<DisconnectedReason, true> = {
   refresh_rejected: true,
   refresh_response_lost: true,
   api_url_not_allowed: true,
+  disconnected_by_operator: true,
 };
 
 function isRecord(value: unknown): value is Record<string, unknown> {

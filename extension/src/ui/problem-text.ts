@@ -34,6 +34,7 @@ export const DISCONNECTED_MESSAGES = {
   refresh_rejected: 'reasonRefreshRejected',
   refresh_response_lost: 'reasonRefreshResponseLost',
   api_url_not_allowed: 'reasonApiUrlNotAllowed',
+  disconnected_by_operator: 'reasonDisconnectedByOperator',
 } as const satisfies Record<DisconnectedReason, MessageKey>;
 
 export const BROKER_URL_MESSAGES = {

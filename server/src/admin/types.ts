@@ -20,10 +20,19 @@ export interface Overview {
     /** Each master: its address (host:port, no credentials), whether it answered, in how long. */
     masters: { address: string; up: boolean; latencyMs: number | null }[];
   };
-  sessions: number;
+  /**
+   * Sessions in the store. Null unless counted by a walk (`overview({ walk: true })`, the CLI's
+   * `stats`) or the store is embedded: sessions have no index, and a walk of a million sessions'
+   * keys is no overview. The connections by status are the figure to watch.
+   */
+  sessions: number | null;
   connections: {
+    /** From the connections index (its 1,024 shards counted): cheap at any size. */
     byStatus: { connected: number; disconnected: number };
-    /** By encryption key id; null when not known without opening every record (see its doc). */
+    /**
+     * By the encryption key id records are sealed under. Null unless counted by a walk, as
+     * `sessions`: the re-encryption job reports what it found under keys no longer configured.
+     */
     byKeyId: Record<string, number> | null;
     activeKeyId: string;
   };
@@ -34,6 +43,10 @@ export interface Overview {
     waiting: number;
     sessionsDue: number;
     deadLetters: number;
+    /**
+     * The newest dead letters (up to 200 a shard, 3,200 in all) by reason: their sum says how many
+     * of `deadLetters` it covers (all of them unless there are more than that).
+     */
     deadLettersByReason: Record<string, number>;
   };
 }
@@ -58,9 +71,7 @@ export interface ConnectionView {
 }
 
 export type ConnectionQuery =
-  | { connectionId: string }
-  | { sessionRef: string }
-  | { licence: string };
+  { connectionId: string } | { sessionRef: string } | { licence: string };
 
 export interface DeadLetterView {
   id: string;
@@ -98,7 +109,8 @@ export interface ActionResult {
 }
 
 export interface AdminUseCases {
-  overview(): Promise<Overview>;
+  /** `walk`: count sessions and records by key id by walking the keyspace (slow: the CLI's). */
+  overview(options?: { walk?: boolean }): Promise<Overview>;
   findConnections(query: ConnectionQuery, limit: number): Promise<ConnectionView[]>;
   /** Marks it disconnected (reason `disconnected_by_operator`); the user is asked to reconnect. */
   disconnect(connectionId: string, actor: Actor): Promise<ActionResult>;

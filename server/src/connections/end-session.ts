@@ -17,11 +17,13 @@ export async function endSession(
 ): Promise<string[]> {
   const { sessions, connections } = deps;
   const ids = await connections.ids(sid);
+  // The licence index is found by each record's api_url: read before the records go.
+  const apiUrls = await connections.apiUrls(sid, ids);
   await sessions.destroy(
     sid,
     { type: 'session.ended', reason, connections: ids },
     connections.keysOf(sid, ids),
   );
-  await connections.unindex(sid, ids);
+  await connections.unindex(sid, ids, apiUrls);
   return ids;
 }

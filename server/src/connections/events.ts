@@ -26,6 +26,17 @@ export type BrokerEvent =
       reason: 'signed_out' | 'revoked';
       /** The connections that ended with it. */
       connections: string[];
+    }
+  | {
+      /**
+       * An operator's action through the admin API or CLI (admin/): who, what, on what. Recorded
+       * in the admin outbox (ops/events.ts ADMIN_OUTBOX), not a session's: the target names
+       * connection ids, session references, licences, event ids, never a session id.
+       */
+      type: 'admin.action';
+      actor: { name: string; role: 'viewer' | 'operator' };
+      action: string;
+      target: Record<string, string | number>;
     };
 
 export type EventType = BrokerEvent['type'];

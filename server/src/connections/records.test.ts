@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { createConnectionRepository, type ConnectionRecord } from './records.ts';
 import { createSealer, DecryptError, parseKeyring } from '../base/crypto.ts';
-import { keys } from '../store/keys.ts';
+import { indexShard, keys, licenceMember } from '../store/keys.ts';
 import { createMemoryStore } from '../store/memory.ts';
+import { endSession } from './end-session.ts';
+import { noEvents } from './events.ts';
+import { createSessions } from './sessions.ts';
 
 const A = `a:${Buffer.alloc(32, 1).toString('base64')}`;
 const B = `b:${Buffer.alloc(32, 2).toString('base64')}`;
@@ -102,5 +105,132 @@ describe('records opened again', () => {
     expect(opens()).toBe(2);
     expect(second).toEqual(first);
     expect(second!.record).not.toBe(first!.record);
+  });
+});
+
+describe('the licence index', () => {
+  const DAY = 24 * 3600 * 1000;
+  const LICENCE = 'https://eu.api.example.test/licenses/1';
+  const OTHER = 'https://eu.api.example.test/licenses/2';
+
+  /** Sessions and records wired as compose.ts wires them, on a clock the test moves. */
+  async function world() {
+    let now = Date.UTC(2026, 0, 1);
+    const clock = () => now;
+    const store = createMemoryStore(clock);
+    const sealer = createSealer(parseKeyring(A));
+    const sessions = createSessions(store, clock, { idleMs: 30 * DAY }, noEvents, {
+      renew: (sid, ttlMs) => connections.renew(sid, ttlMs),
+    });
+    const connections = createConnectionRepository(store, sealer, { sessions });
+    const { token, sid } = await sessions.create();
+    const of = (id: string, apiUrl: string): ConnectionRecord => ({ ...record, id, apiUrl });
+    /** The index's entry for `sid`'s hold of `apiUrl`: when it expires, or null when absent. */
+    const entry = async (apiUrl: string, holder = sid): Promise<number | null> => {
+      const members = await store.sortedRange(keys.licenceIndex(indexShard(holder)), 1000);
+      return members.find(({ member }) => member === licenceMember(apiUrl, holder))?.score ?? null;
+    };
+    return {
+      store,
+      sessions,
+      connections,
+      token,
+      sid,
+      of,
+      entry,
+      now: clock,
+      advance: (ms: number) => (now += ms),
+    };
+  }
+
+  it('finds the connections of a licence once connected, in this session and others, and no other licence', async () => {
+    const w = await world();
+    await w.connections.save(w.sid, w.of('c1', LICENCE), 0);
+    await w.connections.save(w.sid, w.of('c2', OTHER), 0);
+    const other = await w.sessions.create();
+    await w.connections.save(other.sid, w.of('c3', LICENCE), 0);
+
+    const held = await w.connections.ofLicence(LICENCE);
+    // Every connection of the sessions that hold it: the caller keeps those of that api_url.
+    expect(held.map(({ sid, id }) => `${sid === w.sid ? 'mine' : 'other'} ${id}`).sort()).toEqual([
+      'mine c1',
+      'mine c2',
+      'other c3',
+    ]);
+    expect(await w.connections.ofLicence('https://eu.api.example.test/licenses/3')).toEqual([]);
+    expect(await w.entry(LICENCE)).toBe(w.now() + 30 * DAY);
+    // The member names the licence and the whole session id, within a compact sorted set's 64.
+    expect(licenceMember(LICENCE, w.sid)).toHaveLength(55);
+  });
+
+  it('keeps it through a reconnection and a disconnection, each write renewing it with the record', async () => {
+    const w = await world();
+    await w.connections.save(w.sid, w.of('c1', LICENCE), 0);
+    w.advance(DAY);
+    await w.sessions.resolve(w.token);
+    await w.connections.save(w.sid, w.of('c1', LICENCE), 1);
+    expect(await w.entry(LICENCE)).toBe(w.now() + 30 * DAY);
+    w.advance(DAY);
+    await w.sessions.resolve(w.token);
+    const disconnected = { ...w.of('c1', LICENCE), status: 'disconnected' as const };
+    await w.connections.save(w.sid, disconnected, 2);
+    expect(await w.entry(LICENCE)).toBe(w.now() + 30 * DAY);
+    expect(await w.connections.ofLicence(LICENCE)).toEqual([{ sid: w.sid, id: 'c1' }]);
+  });
+
+  it('lives as long as the record: a renewal of the session renews it, with nothing written', async () => {
+    const w = await world();
+    await w.connections.save(w.sid, w.of('c1', LICENCE), 0);
+    // Used every 25 days, never written again: without the renewal it would lapse at day 30.
+    for (let day = 25; day <= 100; day += 25) {
+      w.advance(25 * DAY);
+      expect(await w.sessions.resolve(w.token)).toBe(w.sid);
+      expect(await w.entry(LICENCE)).toBe(w.now() + 30 * DAY);
+    }
+    expect(await w.connections.ofLicence(LICENCE)).toEqual([{ sid: w.sid, id: 'c1' }]);
+    // Unused, it ends with its session and record.
+    w.advance(30 * DAY);
+    expect(await w.store.indexMembers(keys.licenceIndex(indexShard(w.sid)))).toEqual([]);
+  });
+
+  it('puts back at renewal the entry of a connection an older release wrote without one', async () => {
+    const w = await world();
+    await w.connections.save(w.sid, w.of('c1', LICENCE), 0);
+    await w.store.indexRemove(keys.licenceIndex(indexShard(w.sid)), licenceMember(LICENCE, w.sid));
+    w.advance(2 * 3600 * 1000);
+    await w.sessions.resolve(w.token);
+    expect(await w.entry(LICENCE)).toBe(w.now() + 30 * DAY);
+  });
+
+  it('drops it when the connection is removed, and leaves the session’s other licences', async () => {
+    const w = await world();
+    await w.connections.save(w.sid, w.of('c1', LICENCE), 0);
+    await w.connections.save(w.sid, w.of('c2', OTHER), 0);
+    await w.connections.remove(w.sid, 'c1');
+    expect(await w.entry(LICENCE)).toBeNull();
+    expect(await w.connections.ofLicence(LICENCE)).toEqual([]);
+    expect(await w.connections.ofLicence(OTHER)).toEqual([{ sid: w.sid, id: 'c2' }]);
+  });
+
+  it('drops every licence of a session ended (a sign-out, an operator revoking it)', async () => {
+    const w = await world();
+    await w.connections.save(w.sid, w.of('c1', LICENCE), 0);
+    await w.connections.save(w.sid, w.of('c2', OTHER), 0);
+    const other = await w.sessions.create();
+    await w.connections.save(other.sid, w.of('c3', LICENCE), 0);
+    expect(await endSession(w, w.sid, 'signed_out')).toEqual(['c1', 'c2']);
+    expect([await w.entry(LICENCE), await w.entry(OTHER)]).toEqual([null, null]);
+    expect(await w.connections.ofLicence(LICENCE)).toEqual([{ sid: other.sid, id: 'c3' }]);
+  });
+
+  it('is put by a record sealed under a retired key only once it can be opened: a removal leaves it to expire', async () => {
+    const w = await world();
+    await w.connections.save(w.sid, w.of('c1', LICENCE), 0);
+    const retired = createConnectionRepository(w.store, createSealer(parseKeyring(B)));
+    await retired.remove(w.sid, 'c1');
+    // Its licence cannot be read: the entry stays, names a session without that connection, and
+    // expires with the session.
+    expect(await w.entry(LICENCE)).not.toBeNull();
+    expect(await w.connections.ofLicence(LICENCE)).toEqual([]);
   });
 });

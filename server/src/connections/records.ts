@@ -6,6 +6,7 @@ import { noEvents, type BrokerEvent, type EventSink } from './events.ts';
 import { refreshBackoffKey } from './refresh/refresh-backoff.ts';
 import { refreshLockKey } from './refresh/lock.ts';
 import { INDEX_SHARDS, indexMember, indexShard, keys } from '../store/keys.ts';
+import { createLicenceIndex } from './licences.ts';
 import type { TokenSet } from '../oauth/provider.ts';
 import type { Store, Versioned } from '../store/types.ts';
 
@@ -21,6 +22,8 @@ export interface ConnectionRecord {
   connectedAt: number;
   /** Present while connected. */
   tokens?: TokenSet;
+  /** When a refresh last stored a pair (the admin's "last refresh"); absent: none yet. */
+  refreshedAt?: number;
   disconnectedReason?: DisconnectedReason;
   /** The last refresh got no usable answer: the provider may have rotated without telling us. */
   refreshLost?: boolean;
@@ -38,18 +41,24 @@ export interface LoadedConnection {
 
 /**
  * The keys of a session's connections, which this module alone reads and writes: each record, the
- * session's set of ids, and the index. Sessions read a record's key beside their own (`recordKey`)
- * and renew every key of their connections through `renewRecords`.
+ * session's set of ids, and the indexes (by status, by licence). Sessions read a record's key
+ * beside their own (`recordKey`) and renew every key of their connections through the
+ * repository's `renew` (or `renewRecords`, where no record can be opened).
  */
 export const recordKey = (sid: string, id: string): string => keys.connection(sid, id);
 
-/** Every connection key of session `sid` made to live `ttlMs` from now: its session was renewed. */
-export async function renewRecords(store: Store, sid: string, ttlMs: number): Promise<void> {
+/**
+ * Every connection key of session `sid` made to live `ttlMs` from now: its session was renewed.
+ * Answers the connections' ids. Not their licence index entries, which need the records opened
+ * (the repository's `renew` does both).
+ */
+export async function renewRecords(store: Store, sid: string, ttlMs: number): Promise<string[]> {
   const ids = await store.setMembers(keys.connectionIds(sid));
   await Promise.all([
     store.expire(keys.connectionIds(sid), ttlMs),
     ...ids.map((id) => store.expire(recordKey(sid, id), ttlMs)),
   ]);
+  return ids;
 }
 
 /**
@@ -84,6 +93,7 @@ export function createConnectionRepository(
   const sessions = options.sessions ?? { remainingMs: async () => DEFAULT_SESSION_LIFETIME.idleMs };
   const aad = (sid: string, id: string) => `connection:${sid}:${id}`;
   const opened = new WeakMap<Versioned, ConnectionRecord>();
+  const licences = createLicenceIndex(store);
 
   function open(sid: string, id: string, stored: Versioned): ConnectionRecord {
     const kept = opened.get(stored);
@@ -106,14 +116,48 @@ export function createConnectionRepository(
     refreshBackoffKey(sid, id),
   ];
 
-  /** Connections `ids` out of the index (the connections gauge), whatever their status. */
-  async function unindex(sid: string, ids: readonly string[]): Promise<void> {
+  /** The record stored, or null when it cannot be opened (a retired key id, a corrupt blob). */
+  function openable(sid: string, id: string, stored: Versioned): ConnectionRecord | null {
+    try {
+      return open(sid, id, stored);
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * The api_url of each of connections `ids` that is stored and can be opened: what finds their
+   * licence index entries, read before the records go. One that cannot be opened is not there:
+   * its entry expires with it. From the broker's cache when it has the record: a record's api_url
+   * never changes (another licence is another record).
+   */
+  async function apiUrls(sid: string, ids: readonly string[]): Promise<string[]> {
+    const records = await Promise.all(
+      ids.map(async (id) => {
+        const stored = await store.getVersioned(recordKey(sid, id), { cached: true });
+        return stored && openable(sid, id, stored);
+      }),
+    );
+    return records.flatMap((record) => (record ? [record.apiUrl] : []));
+  }
+
+  /**
+   * Connections `ids` out of the status index (the connections gauge), whatever their status, and
+   * the session's holds of `apiUrls` (read with `apiUrls` before the records went) out of the
+   * licence index.
+   */
+  async function unindex(
+    sid: string,
+    ids: readonly string[],
+    apiUrls: readonly string[] = [],
+  ): Promise<void> {
     for (const id of ids)
       for (const status of STATUSES)
         await store.indexRemove(
           keys.connectionIndex(status, indexShard(sid)),
           indexMember(sid, id),
         );
+    for (const apiUrl of apiUrls) await licences.remove(sid, apiUrl);
   }
 
   /**
@@ -145,8 +189,14 @@ export function createConnectionRepository(
     if (written && outbox) await events.recorded(sid);
     if (written) {
       const [at, shard] = [indexMember(sid, record.id), indexShard(sid)];
-      await store.indexPut(keys.connectionIndex(record.status, shard), at, ttlMs);
-      await store.indexRemove(keys.connectionIndex(OTHER[record.status], shard), at);
+      // The licence index beside the status index (another key): no round trip of its own.
+      await Promise.all([
+        licences.put(sid, record.apiUrl, ttlMs),
+        (async () => {
+          await store.indexPut(keys.connectionIndex(record.status, shard), at, ttlMs);
+          await store.indexRemove(keys.connectionIndex(OTHER[record.status], shard), at);
+        })(),
+      ]);
     }
     return written;
   }
@@ -171,6 +221,9 @@ export function createConnectionRepository(
 
     save,
 
+    /** A record as stored, opened (throws when it cannot be): the data format upgrade's. */
+    open,
+
     /** The record as stored, sealed and unopened (the admin's count of records by key id). */
     sealed(sid: string, id: string): Promise<Versioned | null> {
       return store.getVersioned(recordKey(sid, id));
@@ -188,7 +241,24 @@ export function createConnectionRepository(
       return [...ids.flatMap((id) => keysOfOne(sid, id)), keys.connectionIds(sid)];
     },
 
+    apiUrls,
     unindex,
+
+    /**
+     * Session `sid` renewed (sessions.ts): every key of its connections made to live `ttlMs` from
+     * now (renewRecords), and each licence it holds kept in the licence index as long, put again
+     * (a connection an older release wrote, without an entry, gets one here). A renewal that meets
+     * a removal may put back an entry of a connection just removed: a lookup finds no record
+     * there, and the entry expires with the session.
+     */
+    async renew(sid: string, ttlMs: number): Promise<void> {
+      const ids = await renewRecords(store, sid, ttlMs);
+      const held = await apiUrls(sid, ids);
+      await Promise.all(held.map((apiUrl) => licences.put(sid, apiUrl, ttlMs)));
+    },
+
+    /** Where licence `apiUrl` may be held: see licences.ts's `holders`. */
+    ofLicence: licences.holders,
 
     /**
      * Removes the connection, and in the same step its refresh lock and back-off (named by their
@@ -197,11 +267,13 @@ export function createConnectionRepository(
      */
     async remove(sid: string, id: string, event?: BrokerEvent): Promise<void> {
       const gone = keysOfOne(sid, id);
+      // Its licence is known only from its record: read before the record goes.
+      const held = await apiUrls(sid, [id]);
       const outbox = event ? await events.record(sid, event) : null;
       if (!outbox) await store.del(...gone);
       else if (await store.delRecording(gone, outbox)) await events.recorded(sid);
       await store.setRemove(keys.connectionIds(sid), id);
-      await unindex(sid, [id]);
+      await unindex(sid, [id], held);
     },
 
     /**

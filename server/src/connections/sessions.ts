@@ -57,6 +57,13 @@ export function createSessions(
   now: () => number,
   lifetime: SessionLifetime = DEFAULT_SESSION_LIFETIME,
   events: EventSink = noEvents,
+  /**
+   * What renews the keys of the session's connections with it: the repository (records.ts's
+   * `renew`, which keeps their licences indexed too); without one, their keys only.
+   */
+  records: { renew(sid: string, ttlMs: number): Promise<unknown> } = {
+    renew: (sid, ttlMs) => renewRecords(store, sid, ttlMs),
+  },
 ) {
   const expiryOf = (session: SessionValue, at: number): number =>
     Math.min(
@@ -84,7 +91,7 @@ export function createSessions(
     const ttlMs = expiresAt - at;
     if (ttlMs <= 0) return;
     await store.set(keys.session(sid), encode(value), ttlMs);
-    await renewRecords(store, sid, ttlMs);
+    await records.renew(sid, ttlMs);
   }
 
   return {
@@ -136,6 +143,12 @@ export function createSessions(
       if (session === null) return null;
       const left = (session.expires_at ?? now() + lifetime.idleMs) - now();
       return left > 0 ? left : null;
+    },
+
+    /** When the session was created and last renewed by use (an operator's "last use"), or null. */
+    async usage(sid: string): Promise<{ createdAt: number; renewedAt: number | null } | null> {
+      const session = await read(sid, false);
+      return session && { createdAt: session.created_at, renewedAt: session.renewed_at ?? null };
     },
 
     /** Whether the session still exists, asked of the store itself. */

@@ -16,7 +16,19 @@ export interface OutboxEntry {
   body: string;
   /** When it was recorded (ms): its delivery window runs from then. Absent in entries of 0.1. */
   at?: number;
+  /**
+   * The session's reference, on an event an operator redelivered through the admin outbox (its
+   * session's own is not known from a dead letter): a dead letter again still names its session.
+   */
+  session_ref?: string;
 }
+
+/**
+ * The outbox of what belongs to no session: operators' `admin.action` events, and dead letters
+ * an operator redelivers (admin/). Its keys are a session's (`baton:{admin}:outbox`...), and it is
+ * scheduled and delivered like any other; this id is no session id (those are 43 characters).
+ */
+export const ADMIN_OUTBOX = 'admin';
 
 /**
  * A session's reference in events: stable for the session's life and the same in every event of
@@ -30,9 +42,11 @@ export function sessionRef(sid: string): string {
 function payload(sid: string, event: BrokerEvent, at: number): string {
   const session = { ref: sessionRef(sid) };
   const data =
-    event.type === 'session.ended'
-      ? { session: { ...session, reason: event.reason }, connections: event.connections }
-      : { session, connection: event.connection };
+    event.type === 'admin.action'
+      ? { actor: event.actor, action: event.action, target: event.target }
+      : event.type === 'session.ended'
+        ? { session: { ...session, reason: event.reason }, connections: event.connections }
+        : { session, connection: event.connection };
   return JSON.stringify({ type: event.type, timestamp: new Date(at).toISOString(), data });
 }
 
@@ -105,6 +119,23 @@ export function createOutbox(options: {
       options.wake?.(sid);
     },
   };
+}
+
+/**
+ * Puts `entry` (an event already recorded once: its id kept, so a receiver that had it dedupes)
+ * at the end of outbox `sid` for delivery, as `record` and `recorded` do for a new one: scheduled
+ * first, then written, then counted in the backlog.
+ */
+export async function enqueue(
+  store: Store,
+  now: () => number,
+  sid: string,
+  entry: OutboxEntry,
+): Promise<void> {
+  const due = keys.eventsDue(eventShard(sid));
+  await store.schedulePut(due, sid, now(), { onlyIfAbsent: true, keepMs: OUTBOX_RETENTION_MS });
+  await store.listPush(keys.outbox(sid), JSON.stringify(entry), OUTBOX_RETENTION_MS);
+  await store.counterAdd(keys.eventsBacklog(eventShard(sid)), 1, OUTBOX_RETENTION_MS);
 }
 
 /**

@@ -104,7 +104,7 @@ export function createOutboxHeads(deps: {
     const at = now();
     const letter = JSON.stringify({
       ...event,
-      session_ref: sessionRef(sid),
+      session_ref: event.session_ref ?? sessionRef(sid),
       reason,
       attempts: attempts?.count ?? 0,
       ...(event.at === undefined ? {} : { recorded_at: new Date(event.at).toISOString() }),

@@ -1,6 +1,7 @@
 import { moveFormat1, type Moved, type MoveRun } from './format1/moves.ts';
 import { createLeases } from './lease.ts';
 import { keys } from './keys.ts';
+import { indexLicences, type ApiUrlOf, type LicenceRun, type Unreadable } from './licences.ts';
 import { StoreUnavailableError, type Store } from './types.ts';
 
 /**
@@ -10,8 +11,12 @@ import { StoreUnavailableError, type Store } from './types.ts';
  *    one events schedule and dead letters list on `{events}`. No `baton:format` key.
  * 2. Release 1.0: records as strings `<version>:<value>`; the index, the schedule and the dead
  *    letters spread over shards (keys.ts).
+ * 3. Release 2.0: the licence index (keys.licenceIndex: the sessions that hold each api_url).
+ *    Nothing else changed, so a release of format 2 still serving while this one upgrades reads
+ *    and writes it as before: a connection it writes gets no index entry, which only means a
+ *    lookup by licence misses it until this release writes it or renews its session.
  */
-export const DATA_FORMAT = 2;
+export const DATA_FORMAT = 3;
 
 /** The store holds data of a format this release does not know: an older broker on newer data. */
 export class DataFormatError extends Error {
@@ -27,14 +32,24 @@ export const UPGRADE_RETRY_MS = 2000;
 /** Members moved per batch. */
 const BATCH = 500;
 
+/** What the upgrade put in place: format 1's moves, and the licences indexed (format 3). */
+export interface Upgraded extends Moved {
+  licences: number;
+}
+
 export interface FormatUpgrade {
   /** The format found (1: none said), and the one the store holds now. */
   from: number;
   to: number;
-  /** What moved into the shards: index members, scheduled sessions, dead letters. */
-  moved: Moved;
+  /**
+   * What moved into the shards (index members, scheduled sessions, dead letters), and the
+   * connections whose licence was indexed.
+   */
+  moved: Upgraded;
   /** Entries of format 1 that cannot be read, taken off the old keys unmoved (onSetAside: why). */
   setAside: number;
+  /** Connection records that cannot be opened, left in place unindexed (onUnreadable: which). */
+  unreadable: number;
   /**
    * This instance did not finish it: another holds the upgrade, or took it over when this one's
    * lease ran out midway. Look again with retryUpgrade.
@@ -50,11 +65,14 @@ export interface SetAside {
 }
 
 export interface UpgradeOptions {
+  /** Opens a connection record for its api_url, to index its licence (format 3). */
+  apiUrlOf: ApiUrlOf;
   /** Once aborted (a SIGTERM at start-up), stop before the next batch, throwing its reason. */
   signal?: AbortSignal;
   /** Told after each batch: what is being moved, and how many of it so far. */
-  onBatch?: (progress: { moving: keyof Moved; moved: number }) => void;
+  onBatch?: (progress: { moving: keyof Upgraded; moved: number }) => void;
   onSetAside?: (setAside: SetAside) => void;
+  onUnreadable?: (unreadable: Unreadable) => void;
   /** Members per batch (default 500). */
   batch?: number;
 }
@@ -65,27 +83,30 @@ export interface UpgradeOptions {
  * done (retryUpgrade). From format 1 (format1/moves.ts): the connections index, the events'
  * schedule and their dead letters move into their shards, batch by batch, each batch copied, then
  * removed from the old key (inBatches): an instance stopped anywhere loses nothing, and whoever
- * takes the lease next moves the rest. The format key is written once all has moved. Records need
- * no move: they are read in either format (format1/redis.ts) and written in the new one. A store
+ * takes the lease next moves the rest. Records need no move: they are read in either format
+ * (format1/redis.ts) and written in the new one. From format 1 or 2 (licences.ts): every record's
+ * licence is indexed, batch by batch; a stop leaves the index partly built, and the next instance
+ * walks again (a put twice changes nothing). The format key is written once all is done. A store
  * of a later format throws DataFormatError.
  */
 export async function upgradeFormat(
   store: Store,
   now: () => number,
-  options: UpgradeOptions = {},
+  options: UpgradeOptions,
 ): Promise<FormatUpgrade> {
   const found = Number((await store.get(keys.dataFormat)) ?? 1);
   if (found > DATA_FORMAT)
     throw new DataFormatError(
       `the store holds data of format ${found}, and this broker writes format ${DATA_FORMAT}: run a release that knows format ${found} (docs/upgrading.md)`,
     );
-  const moved: Moved = { indexed: 0, scheduled: 0, deadLetters: 0 };
-  let setAside = 0;
+  const moved: Upgraded = { indexed: 0, scheduled: 0, deadLetters: 0, licences: 0 };
+  let [setAside, unreadable] = [0, 0];
   const done = (leftToAnother: boolean): FormatUpgrade => ({
     from: found,
     to: leftToAnother ? found : DATA_FORMAT,
     moved,
     setAside,
+    unreadable,
     leftToAnother,
   });
   if (found === DATA_FORMAT) {
@@ -106,10 +127,16 @@ export async function upgradeFormat(
       setAside++;
       options.onSetAside?.({ key, entry, reason });
     },
+    apiUrlOf: options.apiUrlOf,
+    unreadable: (each) => {
+      unreadable++;
+      options.onUnreadable?.(each);
+    },
     inBatches: (moving, read, move) => inBatches(run, moving, read, move),
   };
   try {
-    if (!(await moveFormat1(run))) return done(true);
+    if (found < 2 && !(await moveFormat1(run))) return done(true);
+    if (!(await indexLicences(run))) return done(true);
     await store.set(keys.dataFormat, String(DATA_FORMAT), FORMAT_TTL_MS);
     return done(false);
   } finally {
@@ -141,9 +168,14 @@ export async function retryUpgrade(
 }
 
 /** One upgrade under way: the store, the lease, what moved, and what is told. */
-interface Run extends MoveRun {
+interface Run extends Omit<MoveRun, 'inBatches'>, Omit<LicenceRun, 'inBatches'> {
   options: UpgradeOptions;
-  moved: Moved;
+  moved: Upgraded;
+  inBatches: <T>(
+    moving: keyof Upgraded,
+    read: () => Promise<T[]>,
+    move: (batch: T[]) => Promise<number>,
+  ) => Promise<boolean>;
   /** False once the lease ran out: another instance may hold it now. */
   keepLease: () => Promise<boolean>;
 }
@@ -157,7 +189,7 @@ interface Run extends MoveRun {
  */
 async function inBatches<T>(
   run: Run,
-  moving: keyof Moved,
+  moving: keyof Upgraded,
   read: () => Promise<T[]>,
   move: (batch: T[]) => Promise<number>,
 ): Promise<boolean> {

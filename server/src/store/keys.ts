@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /**
  * Every key the broker writes. The keys of one API session share a hash tag `{sid}` so that they
  * live on one Redis Cluster slot, and a lock sits beside the record it guards.
@@ -32,6 +34,12 @@ export const keys = {
   connectionIndex: (status: 'connected' | 'disconnected', shard: number) =>
     `baton:{stats:${shard}}:connections:${status}`,
   /**
+   * The sessions that hold each licence (a connection's api_url), scored by their record's
+   * expiry, spread over LICENCE_SHARDS keys by session (indexShard): members are
+   * `licenceMember`s. Data format 3 (store/format.ts).
+   */
+  licenceIndex: (shard: number) => `baton:{licences:${shard}}`,
+  /**
    * The data format the store holds (store/format.ts), and who upgrades it. Format 1's keys, moved
    * into the shards at start-up, are store/format1/keys.ts's.
    */
@@ -39,6 +47,20 @@ export const keys = {
   dataFormatUpgrade: 'baton:format:upgrade',
   /** The instance that reports store-wide gauges (http/app.ts). */
   metricsReporter: 'baton:{stats}:metrics-reporter',
+  /**
+   * How many refreshes ended as `outcome` in one minute (minutes since the epoch), across every
+   * instance (connections/refresh/outcomes.ts): no hash tag, so each minute's keys land on slots
+   * of their own rather than one slot taking every refresh.
+   */
+  refreshOutcomes: (outcome: string, minute: number) => `baton:refreshes:${outcome}:${minute}`,
+  /**
+   * The admin outbox (ops/events.ts ADMIN_OUTBOX, a reserved outbox id): `outbox('admin')`, written
+   * through `outbox` like a session's, with its lease, attempts and dead-letter count beside it.
+   */
+  adminOutbox: 'baton:{admin}:outbox',
+  /** An operator's job (admin/reencrypt-job.ts): its state, and the instance running it. */
+  adminJob: (name: string) => `baton:{admin}:job:${name}`,
+  adminJobLease: (name: string) => `baton:{admin}:job:${name}:lease`,
   rateLimitPrefix: 'baton:ratelimit:',
   authSessionPrefix: 'baton:authsession:',
 } as const;
@@ -83,6 +105,38 @@ export function indexShard(sid: string): number {
  * number of sessions) and its id, 39 characters in all.
  */
 export const indexMember = (sid: string, id: string): string => `${sid.slice(0, 16)}:${id}`;
+
+/**
+ * How many keys the licence index is spread over, by session as the connections index and for the
+ * same reason: at 100,000 sessions about 100 a key, under Redis's 128 for a sorted set's compact
+ * encoding. Not by licence: every holder of a licence would then share one key, and a licence
+ * held by many (a company's, by its staff) would make one large key on one Cluster slot: S6's
+ * sessions, over three licences, made keys of 1.6 MB at 10,000 sessions (hashtable-encoded, 1,318
+ * bytes a session). A lookup by licence reads every shard instead (an operator's, rare), each
+ * answering only its members of that licence.
+ */
+export const LICENCE_SHARDS = INDEX_SHARDS;
+
+/**
+ * A licence's name in the index: 66 bits of the SHA-256 of its api_url (base64url, uniform).
+ * Licences whose names collide share their members: a lookup opens each record and keeps those
+ * whose api_url is the one asked for.
+ */
+export const licenceHash = (apiUrl: string): string =>
+  createHash('sha256').update(apiUrl).digest('base64url').slice(0, 11);
+
+/** What every member of licence `apiUrl` starts with. */
+export const licencePrefix = (apiUrl: string): string => `${licenceHash(apiUrl)}:`;
+
+/**
+ * A session that holds the licence `apiUrl`, in the index (its shard: indexShard(sid)): the
+ * licence's hash and the FULL session id (the record's key needs it), 55 characters. Not the connection id: a session holds a
+ * licence once (connections/lifecycle.ts replaces it in place), and 11 + 43 + 22 characters would
+ * pass Redis's 64 bytes for a member of a compact sorted set (zset-max-listpack-value), which
+ * would cost some 100 bytes more a member. A lookup lists the session's connections.
+ */
+export const licenceMember = (apiUrl: string, sid: string): string =>
+  `${licencePrefix(apiUrl)}${sid}`;
 
 /** How many keys the event schedule, its count and the dead letters are each spread over. */
 export const EVENT_SHARDS = 16;

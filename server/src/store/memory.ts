@@ -38,6 +38,10 @@ export function createMemoryStore(now: () => number = Date.now): Store {
     const entry = live(key);
     return entry?.kind === 'string' ? entry.value : null;
   };
+  const dropExpired = (index: Map<string, number>): void => {
+    const at = now();
+    for (const [member, expiresAt] of index) if (expiresAt <= at) index.delete(member);
+  };
   // Expired entries are otherwise only dropped when read; sweep now and then to bound memory.
   let writes = 0;
   const sweep = (): void => {
@@ -198,6 +202,7 @@ export function createMemoryStore(now: () => number = Date.now): Store {
     },
     async indexPut(key, member, ttlMs) {
       const index = indexes.get(key) ?? new Map<string, number>();
+      dropExpired(index);
       index.set(member, now() + ttlMs);
       indexes.set(key, index);
     },
@@ -207,9 +212,21 @@ export function createMemoryStore(now: () => number = Date.now): Store {
     async indexCount(key) {
       const index = indexes.get(key);
       if (!index) return 0;
-      const at = now();
-      for (const [member, expiresAt] of index) if (expiresAt <= at) index.delete(member);
+      dropExpired(index);
       return index.size;
+    },
+    async indexMembers(key, prefix = '') {
+      const index = indexes.get(key);
+      if (!index) return [];
+      dropExpired(index);
+      return [...index.keys()].filter((member) => member.startsWith(prefix));
+    },
+    async *scan(pattern) {
+      const matches = globToRegExp(pattern);
+      const names = [...entries.keys()].filter((key) => live(key) !== undefined);
+      // Copied first: the caller may write while it walks, as it may on Redis.
+      for (const key of [...names, ...indexes.keys(), ...schedules.keys()])
+        if (matches.test(key)) yield key;
     },
     // Format1Reads (types.ts): the upgrade's only, gone with format 1.
     async sortedRange(key, count) {
@@ -230,4 +247,17 @@ export function createMemoryStore(now: () => number = Date.now): Store {
       schedules.clear();
     },
   };
+}
+
+/** A Redis glob (`*`, `?`, `\\` escaping; no classes) as a regular expression over whole keys. */
+function globToRegExp(pattern: string): RegExp {
+  const escape = (char: string) => char.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  const wildcards: Record<string, string> = { '*': '.*', '?': '.' };
+  // One token at a time: an escaped character, or any other (a wildcard, or itself).
+  const source = [...pattern.matchAll(/\\(.)|(.)/gs)]
+    .map(([, escaped, char = '']) =>
+      escaped !== undefined ? escape(escaped) : (wildcards[char] ?? escape(char)),
+    )
+    .join('');
+  return new RegExp(`^${source}$`, 's');
 }

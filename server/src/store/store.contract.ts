@@ -37,6 +37,57 @@ export function storeContract(
       expect(await store.indexCount(key('none'))).toBe(0);
     });
 
+    it('lists the members of an index that have not expired, and drops the expired on a put', async () => {
+      const { store, advance } = setup();
+      const k = key('members');
+      await store.indexPut(k, 'a', 10_000);
+      await store.indexPut(k, 'b', 10_000);
+      await store.indexPut(k, 'gone', 10_000);
+      await store.indexRemove(k, 'gone');
+      // Expired at once (Redis scores on its own clock: a test cannot move it for one member).
+      await store.indexPut(k, 'expired', 0);
+      expect((await store.indexMembers(k)).sort()).toEqual(['a', 'b']);
+      await store.indexPut(k, 'x:1', 10_000);
+      await store.indexPut(k, 'x:2', 10_000);
+      await store.indexPut(k, 'xy:3', 10_000);
+      expect((await store.indexMembers(k, 'x:')).sort()).toEqual(['x:1', 'x:2']);
+      expect(await store.indexMembers(k, 'z')).toEqual([]);
+      // Expired, then dropped by the next put without anyone counting or listing them.
+      const uncounted = key('uncounted');
+      await store.indexPut(uncounted, 'old', 0);
+      await store.indexPut(uncounted, 'new', 10_000);
+      expect((await store.sortedRange(uncounted, 10)).map(({ member }) => member)).toEqual(['new']);
+      await advance(10_001);
+      expect(await store.indexMembers(k)).toEqual([]);
+      expect(await store.indexMembers(key('none'))).toEqual([]);
+    });
+
+    it('scans the keys whose names match a pattern, of every kind, and only live ones', async () => {
+      const { store, advance } = setup();
+      const prefix = key('scan');
+      const names = {
+        value: `${prefix}:{s1}:connection:c1`,
+        versioned: `${prefix}:{s2}:connection:c2`,
+        set: `${prefix}:{s1}:connections`,
+        index: `${prefix}:{index}:connection:c3`,
+        expired: `${prefix}:{s3}:connection:c4`,
+      };
+      await store.set(names.value, 'v', 10_000);
+      await store.setVersioned(names.versioned, 0, 'v', 10_000);
+      await store.setAdd(names.set, 'c1', 10_000);
+      await store.indexPut(names.index, 'm', 10_000);
+      await store.set(names.expired, 'v', 10);
+      await advance(20);
+      const scanned: string[] = [];
+      for await (const found of store.scan(`${prefix}:{*}:connection:*`)) scanned.push(found);
+      expect([...new Set(scanned)].sort()).toEqual(
+        [names.value, names.versioned, names.index].sort(),
+      );
+      const none: string[] = [];
+      for await (const found of store.scan(`${prefix}:nothing:*`)) none.push(found);
+      expect(none).toEqual([]);
+    });
+
     it('reads a value with the time it has left on its own clock', async () => {
       const { store, advance } = setup();
       const k = key('left');

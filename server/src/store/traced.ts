@@ -16,8 +16,9 @@ export function tracedStore(store: Store): Store {
       kind: SpanKind.CLIENT,
       attributes: { 'db.system.name': 'redis', 'db.operation.name': name },
     };
+    // `close` is not the store's work; `scan` answers an iterable, not a promise, walked later.
     traced[name] =
-      name === 'close'
+      name === 'close' || name === 'scan'
         ? method
         : (...args: unknown[]) => spanAround(`redis ${name}`, options, () => method(...args));
   }

@@ -98,12 +98,24 @@ export interface Store extends Format1Reads {
   setMembers(key: string): Promise<string[]>;
   /**
    * An index of members that each expire `ttlMs` after their last put (a sorted set scored by
-   * expiry, on the store's own clock); the index itself lives as long as its latest member.
+   * expiry, on the store's own clock); the index itself lives as long as its latest member. A put
+   * drops the members already expired: an index nobody counts (the licence index) stays bounded.
    */
   indexPut(key: string, member: string, ttlMs: number): Promise<void>;
   indexRemove(key: string, member: string): Promise<void>;
   /** Members not yet expired; expired ones are dropped. */
   indexCount(key: string): Promise<number>;
+  /**
+   * The members not yet expired that start with `prefix` (default: all), in no particular order;
+   * expired ones are dropped. Filtered by the store: only the matches travel.
+   */
+  indexMembers(key: string, prefix?: string): Promise<string[]>;
+  /**
+   * Every key whose name matches `pattern` (a Redis glob: `*`, `?`), on every master (SCAN walks
+   * one node's keyspace). A key written or deleted during the walk may be seen or not; one that
+   * lives throughout is seen at least once (SCAN's guarantee: a caller must bear repeats).
+   */
+  scan(pattern: string): AsyncIterable<string>;
   /** Rejects when the store cannot be reached. */
   ping(): Promise<void>;
   close(): Promise<void>;

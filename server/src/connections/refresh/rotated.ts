@@ -18,9 +18,10 @@ export function createRotatedPairs(deps: {
   lock: RefreshLock;
   backoffs: RefreshBackoff;
   log: Logger;
+  now: () => number;
   sleep: (ms: number) => Promise<void>;
 }) {
-  const { connections, lock, backoffs, log } = deps;
+  const { connections, lock, backoffs, log, now } = deps;
 
   /** Step 4, rotated: store the new pair (versioned) before anyone uses it. */
   async function store(
@@ -30,7 +31,7 @@ export function createRotatedPairs(deps: {
     lease: HeldLock,
   ): Promise<LoadedConnection> {
     const { id } = current.record;
-    const next: ConnectionRecord = { ...current.record, tokens };
+    const next: ConnectionRecord = { ...current.record, tokens, refreshedAt: now() };
     delete next.refreshLost;
     const pair: Pair = {
       next,

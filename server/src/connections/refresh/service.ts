@@ -6,6 +6,7 @@ import { ProviderError, type Provider } from '../../oauth/provider.ts';
 import type { Store } from '../../store/types.ts';
 import { createRefreshBackoff, type Backoff } from './refresh-backoff.ts';
 import { createRefreshLock, refreshLockKey, type HeldLock } from './lock.ts';
+import { createRefreshOutcomes } from './outcomes.ts';
 import { createRotatedPairs } from './rotated.ts';
 import {
   heldBack,
@@ -65,6 +66,8 @@ export function createTokenService(deps: TokenServiceDeps) {
   const lock = createRefreshLock(deps);
   const backoffs = createRefreshBackoff(deps);
   const rotatedPairs = createRotatedPairs({ ...deps, lock, backoffs });
+  // Counted in the store too: the admin overview's outcomes of the last hour, fleet-wide.
+  const outcomes = createRefreshOutcomes(deps);
   const inflight = new Map<string, Promise<LoadedConnection>>();
   /** Locks kept after a refresh made for a 401, until a retry with the new token is answered. */
   const awaitingRetry = new Map<string, { accessToken: string; lease: HeldLock }>();
@@ -155,6 +158,8 @@ export function createTokenService(deps: TokenServiceDeps) {
       const rotated = await provider.refresh(current.record.apiUrl, tokens.refreshToken);
       counters.refreshes++;
       const result = await rotatedPairs.store(sid, current, rotated, lease);
+      // Counted once the pair is stored, never on the way to storing it.
+      void outcomes.count('refreshed');
       if (result.record.tokens !== rotated) return result;
       if (backoff) await backoffs.clear(sid, current.record.id);
       // A pair that arrived expired (its holder paused past the token's life) gets no retry.
@@ -164,6 +169,7 @@ export function createTokenService(deps: TokenServiceDeps) {
     } catch (error) {
       if (!(error instanceof ProviderError)) throw error;
       counters[error.failure]++;
+      void outcomes.count(error.failure);
       if (error.failure === 'rejected') return disconnect(sid, current, error);
       return backOff(sid, current, error, backoff, reason);
     }

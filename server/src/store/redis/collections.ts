@@ -3,6 +3,7 @@ import type { Commands } from './commands.ts';
 import {
   COUNTER_ADD,
   INDEX_COUNT,
+  INDEX_MEMBERS,
   INDEX_PUT,
   LIST_POP_IF_HEAD,
   LIST_PUSH,
@@ -31,7 +32,8 @@ type CollectionMethod =
   | 'setMembers'
   | 'indexPut'
   | 'indexRemove'
-  | 'indexCount';
+  | 'indexCount'
+  | 'indexMembers';
 
 /**
  * The Redis store's collections: lists (outboxes), schedules, counters, logs (dead letters), sets
@@ -121,5 +123,8 @@ export function createCollections(commands: Commands): Pick<Store, CollectionMet
       await guard(() => client.zRem(key, member));
     },
     indexCount: async (key) => Number(await script(INDEX_COUNT, [key], [])),
+    indexMembers: async (key, prefix = '') => [
+      ...((await script(INDEX_MEMBERS, [key], [prefix])) as Iterable<string>),
+    ],
   };
 }

@@ -103,8 +103,10 @@ return redis.call('HKEYS', KEYS[1])`;
 const NOW_MS = `local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)`;
 
+/** ZADD scored by expiry, dropping the members expired (see Store.indexPut). */
 export const INDEX_PUT = `${NOW_MS}
 local ttl = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
 if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
 return 1`;
@@ -112,3 +114,13 @@ return 1`;
 export const INDEX_COUNT = `${NOW_MS}
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 return redis.call('ZCARD', KEYS[1])`;
+
+/** The members left once the expired are dropped, only those that start with ARGV[1]. */
+export const INDEX_MEMBERS = `${NOW_MS}
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local prefix = ARGV[1]
+local found = {}
+for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  if string.sub(member, 1, #prefix) == prefix then found[#found + 1] = member end
+end
+return found`;

@@ -41,6 +41,19 @@ export function createRedisStore(redis: Redis, options: RedisStoreOptions = {}):
         ? { value, ttlMs }
         : null;
     },
+    // SCAN on each master, each step bounded and guarded as every command is.
+    scan: async function* (pattern) {
+      for (const send of await commands.guard(() => redis.masters())) {
+        let cursor = '0';
+        do {
+          const [next, batch] = (await commands.guard(() =>
+            send(['SCAN', cursor, 'MATCH', pattern, 'COUNT', '1000']),
+          )) as [string | number, string[]];
+          cursor = String(next);
+          yield* batch;
+        } while (cursor !== '0');
+      }
+    },
     ping: async () => {
       await commands.guard(() => client.ping());
     },
