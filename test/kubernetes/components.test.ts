@@ -91,6 +91,7 @@ describe('docs/operations.md, "Kubernetes"', () => {
       ['gateway-api', /HTTPRoute/],
       ['strict-zone-spread', /DoNotSchedule/],
       ['kube-prometheus-stack', /release: kube-prometheus-stack/],
+      ['admin', /baton-admin/],
     ] as const) {
       expect(kubernetesSection).toContain(`components/${component}`);
       expect(kubernetesSection).toMatch(says);

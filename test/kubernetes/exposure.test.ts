@@ -14,9 +14,10 @@ import { renderWith } from './kustomize.ts';
 /**
  * The broker's public port reaches the world through an Ingress (components/ingress) or the
  * Gateway API (components/gateway-api), each ending TLS with a certificate cert-manager makes for
- * the host of PUBLIC_URL. Only the public port: the metrics listener (and an admin one, should the
- * broker get it) is reached by no route. Each component is rendered on every overlay, listed after
- * the overlay's own components as docs/operations.md says. The Ingress validates against the
+ * the host of PUBLIC_URL. Only the public port: the metrics listener, and the admin listener when
+ * components/admin turns it on, are reached by no route. Each component is rendered on every
+ * overlay, listed after the overlay's own components as docs/operations.md says, with and without
+ * components/admin. The Ingress validates against the
  * Kubernetes API's schema; the Gateway API's kinds are CRDs, which kubernetes-models lacks, so
  * their shape is checked here against the fields of gateway.networking.k8s.io/v1 (the standard
  * channel, v1.2).
@@ -65,34 +66,45 @@ function expectPublicOnly(
         targetOf(objects, each),
       );
   }
-  // And some Service of the broker's pods does carry the metrics port (the ServiceMonitor's),
-  // which no route names.
+  // And the Services of the broker's pods that carry another listener (the ServiceMonitor's
+  // metrics Service; baton-admin with components/admin) exist, and no route names them.
   const labels = specOf<{ template: { metadata: { labels: Record<string, string> } } }>(
     broker(objects).deployment,
   ).template.metadata.labels;
-  const metricsServices = objects
-    .filter((each) => each.kind === 'Service')
-    .filter((each) =>
-      Object.entries(specOf<{ selector: Record<string, string> }>(each).selector).every(
-        ([name, value]) => labels[name] === value,
-      ),
-    )
-    .filter((each) =>
-      specOf<{ ports: ServicePort[] }>(each).ports.some(
-        (port) => targetOf(objects, port) === Number(env.METRICS_PORT),
-      ),
-    )
-    .map((each) => each.metadata.name);
-  expect(metricsServices.length).toBeGreaterThan(0);
-  for (const name of metricsServices)
-    expect(backends.map((each) => each.service)).not.toContain(name);
+  const carrying = (listener: number) =>
+    objects
+      .filter((each) => each.kind === 'Service')
+      .filter((each) =>
+        Object.entries(specOf<{ selector: Record<string, string> }>(each).selector).every(
+          ([name, value]) => labels[name] === value,
+        ),
+      )
+      .filter((each) =>
+        specOf<{ ports: ServicePort[] }>(each).ports.some(
+          (port) => targetOf(objects, port) === listener,
+        ),
+      )
+      .map((each) => each.metadata.name);
+  for (const listener of listeners) {
+    const services = carrying(listener);
+    expect(services.length, `a Service of the port ${listener}`).toBeGreaterThan(0);
+    for (const name of services) expect(backends.map((each) => each.service)).not.toContain(name);
+  }
+  if (env.ADMIN_PORT !== undefined)
+    expect(carrying(Number(env.ADMIN_PORT))).toEqual(['baton-admin']);
 }
+
+/** Each overlay as shipped, and with the admin listener turned on (components/admin). */
+const CASES = OVERLAYS.flatMap((overlay) => [
+  { overlay, admin: [] as string[], label: '' },
+  { overlay, admin: ['admin'], label: ' and components/admin' },
+]);
 
 /** The host of PUBLIC_URL, which the route and its certificate must name. */
 const publicHost = (objects: KubeObject[]): string =>
   new URL(containerEnv(objects, broker(objects).container).PUBLIC_URL!).host;
 
-describe.each(OVERLAYS)('the %s overlay with components/ingress', (overlay) => {
+describe.each(CASES)('the $overlay overlay with components/ingress$label', ({ overlay, admin }) => {
   let objects: KubeObject[];
   let ingress: KubeObject & {
     metadata: { annotations?: Record<string, string> };
@@ -113,7 +125,7 @@ describe.each(OVERLAYS)('the %s overlay with components/ingress', (overlay) => {
     };
   };
   beforeAll(async () => {
-    objects = await renderWith(overlay, ['ingress']);
+    objects = await renderWith(overlay, [...admin, 'ingress']);
     ingress = find(objects, 'Ingress', 'baton-broker') as typeof ingress;
   });
 
@@ -139,7 +151,7 @@ describe.each(OVERLAYS)('the %s overlay with components/ingress', (overlay) => {
     expect(ingress.metadata.annotations?.['cert-manager.io/cluster-issuer']).toMatch(/\S/);
   });
 
-  it("routes to the Service's public port alone: never the metrics port or its Service", () => {
+  it("routes to the Service's public port alone: never the metrics or admin port, nor their Services", () => {
     expect(ingress.spec.defaultBackend).toBeUndefined();
     const backends = ingress.spec.rules.flatMap((rule) =>
       rule.http.paths.map(({ backend }) => {
@@ -285,70 +297,73 @@ function checkGateway(gateway: KubeObject & { spec: unknown }) {
   }
 }
 
-describe.each(OVERLAYS)('the %s overlay with components/gateway-api', (overlay) => {
-  let objects: KubeObject[];
-  let route: KubeObject & {
-    spec: {
-      parentRefs: { name: string; namespace?: string; sectionName?: string }[];
-      hostnames: string[];
-      rules: { backendRefs: { name: string; port: number }[] }[];
+describe.each(CASES)(
+  'the $overlay overlay with components/gateway-api$label',
+  ({ overlay, admin }) => {
+    let objects: KubeObject[];
+    let route: KubeObject & {
+      spec: {
+        parentRefs: { name: string; namespace?: string; sectionName?: string }[];
+        hostnames: string[];
+        rules: { backendRefs: { name: string; port: number }[] }[];
+      };
     };
-  };
-  let gateway: KubeObject & {
-    metadata: { annotations?: Record<string, string> };
-    spec: {
-      listeners: {
-        name: string;
-        hostname?: string;
-        port: number;
-        protocol: string;
-        tls?: { mode?: string; certificateRefs?: { kind?: string; name: string }[] };
-        allowedRoutes?: { namespaces?: { from?: string } };
-      }[];
+    let gateway: KubeObject & {
+      metadata: { annotations?: Record<string, string> };
+      spec: {
+        listeners: {
+          name: string;
+          hostname?: string;
+          port: number;
+          protocol: string;
+          tls?: { mode?: string; certificateRefs?: { kind?: string; name: string }[] };
+          allowedRoutes?: { namespaces?: { from?: string } };
+        }[];
+      };
     };
-  };
-  beforeAll(async () => {
-    objects = await renderWith(overlay, ['gateway-api']);
-    route = find(objects, 'HTTPRoute', 'baton-broker') as typeof route;
-    gateway = find(objects, 'Gateway', 'baton-broker') as typeof gateway;
-  });
+    beforeAll(async () => {
+      objects = await renderWith(overlay, [...admin, 'gateway-api']);
+      route = find(objects, 'HTTPRoute', 'baton-broker') as typeof route;
+      gateway = find(objects, 'Gateway', 'baton-broker') as typeof gateway;
+    });
 
-  it('adds an HTTPRoute and its Gateway, of gateway.networking.k8s.io/v1, in the overlay namespace', () => {
-    expect(route.apiVersion).toBe('gateway.networking.k8s.io/v1');
-    expect(gateway.apiVersion).toBe('gateway.networking.k8s.io/v1');
-    checkHTTPRoute(route);
-    checkGateway(gateway);
-    const namespace = find(objects, 'Deployment', 'baton-broker').metadata.namespace;
-    expect(route.metadata.namespace).toBe(namespace);
-    expect(gateway.metadata.namespace).toBe(namespace);
-  });
+    it('adds an HTTPRoute and its Gateway, of gateway.networking.k8s.io/v1, in the overlay namespace', () => {
+      expect(route.apiVersion).toBe('gateway.networking.k8s.io/v1');
+      expect(gateway.apiVersion).toBe('gateway.networking.k8s.io/v1');
+      checkHTTPRoute(route);
+      checkGateway(gateway);
+      const namespace = find(objects, 'Deployment', 'baton-broker').metadata.namespace;
+      expect(route.metadata.namespace).toBe(namespace);
+      expect(gateway.metadata.namespace).toBe(namespace);
+    });
 
-  it("attaches to the Gateway's HTTPS listener for the host of PUBLIC_URL, whose certificate cert-manager makes", () => {
-    const host = publicHost(objects);
-    expect(route.spec.hostnames).toEqual([host]);
-    expect(route.spec.parentRefs).toHaveLength(1);
-    const [parent] = route.spec.parentRefs;
-    expect(parent!.name).toBe(gateway.metadata.name);
-    expect(parent!.namespace ?? gateway.metadata.namespace).toBe(gateway.metadata.namespace);
-    const listener = gateway.spec.listeners.find((each) => each.name === parent!.sectionName);
-    expect(listener, `the listener ${parent!.sectionName}`).toBeDefined();
-    expect(listener).toMatchObject({ protocol: 'HTTPS', port: 443, hostname: host });
-    expect(listener!.tls?.mode ?? 'Terminate').toBe('Terminate');
-    expect(listener!.tls?.certificateRefs).toHaveLength(1);
-    expect(listener!.tls!.certificateRefs![0]!.kind ?? 'Secret').toBe('Secret');
-    expect(listener!.allowedRoutes?.namespaces?.from).toBe('Same');
-    // cert-manager's Gateway support makes the listener's Secret for its hostname.
-    expect(gateway.metadata.annotations?.['cert-manager.io/cluster-issuer']).toMatch(/\S/);
-    // No listener in plain HTTP serves the broker (PUBLIC_URL is https).
-    expect(gateway.spec.listeners.filter((each) => each.protocol !== 'HTTPS')).toEqual([]);
-  });
+    it("attaches to the Gateway's HTTPS listener for the host of PUBLIC_URL, whose certificate cert-manager makes", () => {
+      const host = publicHost(objects);
+      expect(route.spec.hostnames).toEqual([host]);
+      expect(route.spec.parentRefs).toHaveLength(1);
+      const [parent] = route.spec.parentRefs;
+      expect(parent!.name).toBe(gateway.metadata.name);
+      expect(parent!.namespace ?? gateway.metadata.namespace).toBe(gateway.metadata.namespace);
+      const listener = gateway.spec.listeners.find((each) => each.name === parent!.sectionName);
+      expect(listener, `the listener ${parent!.sectionName}`).toBeDefined();
+      expect(listener).toMatchObject({ protocol: 'HTTPS', port: 443, hostname: host });
+      expect(listener!.tls?.mode ?? 'Terminate').toBe('Terminate');
+      expect(listener!.tls?.certificateRefs).toHaveLength(1);
+      expect(listener!.tls!.certificateRefs![0]!.kind ?? 'Secret').toBe('Secret');
+      expect(listener!.allowedRoutes?.namespaces?.from).toBe('Same');
+      // cert-manager's Gateway support makes the listener's Secret for its hostname.
+      expect(gateway.metadata.annotations?.['cert-manager.io/cluster-issuer']).toMatch(/\S/);
+      // No listener in plain HTTP serves the broker (PUBLIC_URL is https).
+      expect(gateway.spec.listeners.filter((each) => each.protocol !== 'HTTPS')).toEqual([]);
+    });
 
-  it("routes to the Service's public port alone: never the metrics port or its Service", () => {
-    expectPublicOnly(
-      objects,
-      route.spec.rules.flatMap((rule) =>
-        rule.backendRefs.map((ref) => ({ service: ref.name, port: ref.port })),
-      ),
-    );
-  });
-});
+    it("routes to the Service's public port alone: never the metrics or admin port, nor their Services", () => {
+      expectPublicOnly(
+        objects,
+        route.spec.rules.flatMap((rule) =>
+          rule.backendRefs.map((ref) => ({ service: ref.name, port: ref.port })),
+        ),
+      );
+    });
+  },
+);

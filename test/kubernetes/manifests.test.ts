@@ -1,14 +1,7 @@
-import * as monitoring from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { routes } from '@baton/shared';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import * as core from 'kubernetes-models/v1';
-import * as apps from 'kubernetes-models/apps/v1';
-import * as autoscaling from 'kubernetes-models/autoscaling/v2';
-import * as networking from 'kubernetes-models/networking.k8s.io/v1';
-import * as policy from 'kubernetes-models/policy/v1';
-import * as rbac from 'kubernetes-models/rbac.authorization.k8s.io/v1';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { FILE_SECRETS, loadConfig } from '../../server/src/config/config.ts';
 import {
@@ -24,6 +17,7 @@ import {
   type LabelSelector,
   type PodSpec,
 } from '../support/kubernetes.ts';
+import { expectValid } from './models.ts';
 
 /**
  * deploy/kubernetes/: every overlay rendered by `kubectl kustomize`, every object validated against
@@ -36,19 +30,6 @@ const VERSION = (
     version: string;
   }
 ).version;
-
-interface Model {
-  apiVersion: string;
-  kind: string;
-  new (data: unknown): { validate(): void };
-}
-const isModel = (value: unknown): value is Model =>
-  typeof value === 'function' &&
-  typeof (value as Partial<Model>).apiVersion === 'string' &&
-  typeof (value as Partial<Model>).kind === 'string';
-const MODELS: Model[] = [core, apps, autoscaling, networking, policy, rbac, monitoring]
-  .flatMap((module) => Object.values(module) as unknown[])
-  .filter(isModel);
 
 const podsOf = (objects: KubeObject[]): { name: string; pod: PodSpec }[] =>
   objects
@@ -74,19 +55,8 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
   });
 
   it('renders, and every object validates against the Kubernetes API schemas', () => {
-    expect(objects.length).toBeGreaterThan(0);
-    for (const object of objects) {
-      const model = MODELS.find(
-        (each) => each.apiVersion === object.apiVersion && each.kind === object.kind,
-      );
-      expect(model, `a schema for ${object.apiVersion} ${object.kind}`).toBeDefined();
-      expect(
-        () => new model!(object).validate(),
-        `${object.kind} ${object.metadata.name}`,
-      ).not.toThrow();
-    }
+    expectValid(objects);
     const names = objects.map((each) => `${each.kind}/${each.metadata.name}`);
-    expect(new Set(names).size).toBe(names.length);
     for (const kind of [
       'Deployment',
       'Service',
