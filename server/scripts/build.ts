@@ -8,8 +8,12 @@
  * workspace's, with `+<short revision>` between releases: scripts/version.ts) and the git revision,
  * `BATON_REVISION` when set (the image build, whose context has no .git) or else
  * `git rev-parse HEAD`. The broker reads that file at start-up, never git.
+ *
+ * dist/static/ is the admin console's page and modules (src/http/admin/console/static/), copied as
+ * they are: the console's router finds them at `./static/` beside the bundle, as it does beside
+ * itself in the source.
  */
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, readFile, rm, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { build } from 'rolldown';
 import { currentBuild } from '../../scripts/version.ts';
@@ -32,4 +36,5 @@ await build({
   external: isExternal,
   output: { dir: `${root}dist`, format: 'esm', sourcemap: true, entryFileNames: '[name].js' },
 });
+await cp(`${root}src/http/admin/console/static`, `${root}dist/static`, { recursive: true });
 await writeFile(`${root}dist/build-info.json`, `${JSON.stringify(buildInfo, null, 2)}\n`);

@@ -30,7 +30,13 @@ run('pnpm', [
   '--config.confirm-modules-purge=false',
   dir,
 ]);
-for (const file of ['dist/main.js', 'node_modules/express/package.json']) {
+for (const file of [
+  'dist/main.js',
+  // The admin console, served from beside the bundle (src/http/admin/console/serve.ts).
+  'dist/static/console.html',
+  'dist/static/console.js',
+  'node_modules/express/package.json',
+]) {
   if (!existsSync(resolve(dir, file))) throw new Error(`the deployed folder lacks ${file}`);
 }
 console.log(`deployable folder ready: NODE_ENV=production node ${resolve(dir, 'dist/main.js')}`);

@@ -1,8 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
+import { createAdminUseCases, type AdminService } from './admin/use-cases.ts';
+import { readBuildInfo } from './ops/build-info.ts';
 import { startBroker } from './compose.ts';
 import { ConfigError, loadConfig, type Config } from './config/config.ts';
 import { checkDurability, configGetWith } from './ops/durability.ts';
@@ -10,6 +11,9 @@ import { startTracing } from './base/tracing.ts';
 import { configureServer } from './http/listener.ts';
 import { createLogger } from './ops/logger.ts';
 import { metricsApp } from './http/metrics-route.ts';
+import { createAdminApp } from './http/admin/app.ts';
+import { consoleRouter } from './http/admin/console/serve.ts';
+import { tokensFromFile } from './http/admin/tokens.ts';
 import { createMetrics } from './ops/metrics.ts';
 import { createShutdown, createStartUp, StartUpStopped, type StartUp } from './ops/shutdown.ts';
 import { bounded, type Redis } from './store/redis/clients.ts';
@@ -89,11 +93,11 @@ async function start(
   if (stopTracing) log.info('tracing on (OpenTelemetry, configured by OTEL_*)');
   startUp.check();
 
-  const metrics = createMetrics(buildInfo());
+  const metrics = createMetrics(readBuildInfo(import.meta.url));
   const dispatcher = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
   startUp.opened(() => dispatcher.destroy());
   // Redis, its durability said, the data format, events delivery and the app (compose.ts).
-  const { redis, store, broker, stop } = await startBroker(config, {
+  const { redis, store, services, broker, stop } = await startBroker(config, {
     now: Date.now,
     dispatcher,
     log,
@@ -115,6 +119,44 @@ async function start(
   if (metricsServer) {
     const { port: metricsPort } = metricsServer.address() as AddressInfo;
     log.info({ url: `http://${config.listen.host}:${metricsPort}/metrics` }, 'metrics listening');
+  }
+  // ADMIN_PORT: the admin API and console on a port of their own, never on the public one.
+  let admin: AdminService | undefined;
+  let adminServer: Server | undefined;
+  if (config.admin) {
+    admin = createAdminUseCases({
+      redis,
+      store,
+      keyring: config.keyring,
+      sessions: services.sessions,
+      connections: services.connections,
+      events: services.events,
+      now: Date.now,
+      build: readBuildInfo(import.meta.url),
+    });
+    const app = createAdminApp({
+      useCases: admin,
+      tokens: tokensFromFile({
+        path: config.admin.tokensFile,
+        entries: config.admin.tokens,
+        now: Date.now,
+        log,
+      }),
+      log,
+      now: Date.now,
+      console: consoleRouter(),
+    });
+    adminServer = await listening(
+      configureServer(createServer(app)),
+      config.admin.port,
+      config.listen.host,
+      startUp,
+    );
+    const { port: adminPort } = adminServer.address() as AddressInfo;
+    log.info(
+      { url: `http://${config.listen.host}:${adminPort}`, tokens: config.admin.tokens.length },
+      'admin API listening',
+    );
   }
   const server = await listening(
     configureServer(createServer(broker.app)),
@@ -141,6 +183,8 @@ async function start(
     // data format upgrade taken over (its lease let go).
     idle: async () => {
       await broker.tokens.idle();
+      // A re-encryption this instance runs pauses, its place saved for a resume.
+      await admin?.stop();
       await stop();
     },
     // Nothing is in flight any more, or it was cut off: no outbound request is worth waiting for.
@@ -148,6 +192,9 @@ async function start(
       () => dispatcher.destroy(),
       async () => {
         if (metricsServer) await closed(metricsServer);
+      },
+      async () => {
+        if (adminServer) await closed(adminServer);
       },
       () => broker.release().catch(() => undefined),
       () => store.close(),
@@ -160,29 +207,6 @@ async function start(
 }
 
 await main();
-
-/**
- * What runs: dist/build-info.json, written by the build beside main.js (version and git revision).
- * Run from source there is none: the package's version, and no revision.
- */
-function buildInfo(): { version: string; revision: string } {
-  const read = (file: string): Record<string, unknown> => {
-    try {
-      return JSON.parse(readFileSync(new URL(file, import.meta.url), 'utf8')) as Record<
-        string,
-        unknown
-      >;
-    } catch {
-      return {};
-    }
-  };
-  const built = read('./build-info.json');
-  const version = built.version ?? read('../package.json').version;
-  return {
-    version: typeof version === 'string' ? version : 'unknown',
-    revision: typeof built.revision === 'string' ? built.revision : 'unknown',
-  };
-}
 
 /** Every master holds some of the tokens (a Cluster has several): each must keep them. */
 async function reportDurability(redis: Redis, log: Logger): Promise<void> {

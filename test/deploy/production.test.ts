@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +17,7 @@ import {
   productionFlow,
   PUBLIC_URL,
 } from '../support/public-flow.ts';
+import { freePort } from '../support/ports.ts';
 import { logWritten } from '../support/wait.ts';
 import { CLIENT_SECRET, useWorld } from '../support/world.ts';
 
@@ -61,8 +64,7 @@ describe('the deployable folder in production', () => {
       );
       expect(JSON.parse(stdout)).toMatchObject({
         sessions: 1,
-        connections: { connected: 1 },
-        connectionsByKeyId: { k1: 1 },
+        connections: { byStatus: { connected: 1 }, byKeyId: { k1: 1 } },
       });
 
       await logWritten(broker);
@@ -70,6 +72,41 @@ describe('the deployable folder in production', () => {
       expect(log).not.toContain('DEVELOPMENT SETUP');
       for (const secret of [CLIENT_SECRET, SESSION_SECRET, KEY.slice(3), session.session_token])
         expect(log).not.toContain(secret);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("serves the admin console from the folder's dist/static/ on the admin port, with its strict CSP", async () => {
+    const tokens = join(folder.dir, '..', 'admin-tokens.json');
+    const token = randomBytes(24).toString('hex');
+    const sha256 = createHash('sha256').update(token).digest('hex');
+    await writeFile(tokens, JSON.stringify([{ name: 'deploy-test', role: 'viewer', sha256 }]));
+    const adminPort = await freePort();
+    await using broker = await DeployedBroker.start(folder.dir, {
+      ...env(),
+      ADMIN_PORT: String(adminPort),
+      ADMIN_TOKENS_FILE: tokens,
+    });
+    const admin = `http://127.0.0.1:${adminPort}`;
+    const page = await fetch(`${admin}/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    const html = await page.text();
+    expect(html).toContain('<script type="module" src="/console.js"></script>');
+    for (const asset of ['/console.js', '/console.css', '/console/api.js']) {
+      const answer = await fetch(`${admin}${asset}`);
+      expect(answer.status, asset).toBe(200);
+      expect((await answer.text()).length, asset).toBeGreaterThan(100);
+    }
+    const whoami = await fetch(`${admin}/api/v1/whoami`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(await whoami.json()).toEqual({ name: 'deploy-test', role: 'viewer' });
+    // The public port knows none of it.
+    const client = new BalancedClient(broker.url, world.tls.certificate.cert);
+    try {
+      expect((await client.toBroker('/console.js')).status).toBe(404);
     } finally {
       await client.close();
     }

@@ -10,7 +10,10 @@ import { describe, expect, it } from 'vitest';
  * server/scripts/openapi.ts): any other error or warning fails, and so does a stated exception
  * that no longer excepts anything.
  */
-const OPENAPI_PATH = fileURLToPath(new URL('../../docs/openapi.json', import.meta.url));
+const DOCUMENTS = ['openapi.json', 'admin-openapi.json'].map((name) => ({
+  name,
+  path: fileURLToPath(new URL(`../../docs/${name}`, import.meta.url)),
+}));
 
 interface LintException {
   rule: string;
@@ -25,7 +28,8 @@ const covers = (rule: string, at: string, problem: NormalizedProblem): boolean =
   return problem.ruleId === rule && (pointer === at || pointer.startsWith(`${at}/`));
 };
 
-describe('docs/openapi.json', () => {
+// The public document, and the admin API's (docs/admin-openapi.json, on ADMIN_PORT), alike.
+describe.each(DOCUMENTS)('docs/$name', ({ path: OPENAPI_PATH }) => {
   it("passes Redocly's recommended rules, but for the exceptions it states with their reasons", async () => {
     const document = JSON.parse(await readFile(OPENAPI_PATH, 'utf8')) as {
       'x-baton-lint-exceptions'?: LintException[];

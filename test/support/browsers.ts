@@ -94,7 +94,7 @@ const hasText = ([selector, text]: readonly [string, string | null]): boolean =>
   return nodes.length > 0 && (text === null || nodes.some((n) => n.textContent?.includes(text)));
 };
 
-function playwrightPage(page: PwPage): UiPage {
+export function playwrightPage(page: PwPage): UiPage {
   page.setDefaultTimeout(TIMEOUT);
   return {
     url: () => page.url(),
@@ -207,7 +207,7 @@ export async function launchChromium(
   };
 }
 
-function puppeteerPage(page: PpPage): UiPage {
+export function puppeteerPage(page: PpPage): UiPage {
   page.setDefaultTimeout(TIMEOUT);
   return {
     url: () => page.url(),

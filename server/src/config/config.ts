@@ -4,6 +4,7 @@ import { parseAllowlist } from '../oauth/allowlist.ts';
 import { DEFAULT_EVENT_LIMITS } from '../base/defaults.ts';
 import { parseWebhookSecret } from '../ops/events.ts';
 import { parseClusterNodes, parseSentinel, type RedisTopology } from '../store/redis/clients.ts';
+import { parseAdminTokens, type AdminTokenEntry } from './admin-tokens.ts';
 import { refusals } from './refusals.ts';
 import type { Config } from './types.ts';
 import {
@@ -160,7 +161,9 @@ function assemble(
     }),
   );
   const topology = redisTopology(values, problems);
-  if (!apiUrlAllowlist || !keyring || !extensionRedirectUrls || topology === null) return undefined;
+  const admin = adminApi(values, problems);
+  if (!apiUrlAllowlist || !keyring || !extensionRedirectUrls || topology === null || admin === null)
+    return undefined;
   const publicUrl = new URL(values.PUBLIC_URL);
   return {
     production,
@@ -202,6 +205,7 @@ function assemble(
     },
     shutdown: { delayMs: values.SHUTDOWN_DELAY_MS, timeoutMs: values.SHUTDOWN_TIMEOUT_MS },
     metrics: { token: values.METRICS_TOKEN, port: values.METRICS_PORT },
+    admin,
     events: {
       webhook:
         values.EVENTS_WEBHOOK_URL !== undefined && values.EVENTS_WEBHOOK_SECRET !== undefined
@@ -253,6 +257,36 @@ function redisTopology(values: Values, problems: string[]): RedisTopology | unde
     return nodes ? { mode: 'cluster', nodes, ...credentials } : null;
   }
   return undefined;
+}
+
+/**
+ * The admin API's port and tokens when ADMIN_PORT is set (undefined: off); null when they cannot be
+ * had, the problem named. The tokens file is read here: a broker that cannot use it does not start
+ * (http/admin/tokens.ts reads it again when it changes).
+ */
+function adminApi(
+  values: Values,
+  problems: string[],
+): { port: number; tokensFile: string; tokens: AdminTokenEntry[] } | undefined | null {
+  const { ADMIN_PORT: port, ADMIN_TOKENS_FILE: path } = values;
+  if (port === undefined) return undefined;
+  if (path === undefined) {
+    problems.push(
+      'ADMIN_TOKENS_FILE is required when ADMIN_PORT is set: the admin API takes only the tokens it lists (docs/admin-api.md)',
+    );
+    return null;
+  }
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    problems.push(
+      `ADMIN_TOKENS_FILE names a file that cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}): ${path}`,
+    );
+    return null;
+  }
+  const tokens = named(problems, `ADMIN_TOKENS_FILE (${path})`, () => parseAdminTokens(text));
+  return tokens === undefined ? null : { port, tokensFile: path, tokens };
 }
 
 /** Express's `trust proxy`: false by default; a hop count; or a list of addresses/subnets. */

@@ -23,6 +23,14 @@ export function refusals(
     (values.EVENTS_WEBHOOK_URL === undefined) !== (values.EVENTS_WEBHOOK_SECRET === undefined),
     'EVENTS_WEBHOOK_URL and EVENTS_WEBHOOK_SECRET go together: set both or neither',
   );
+  for (const [other, port] of [
+    ['PORT', values.PORT],
+    ['METRICS_PORT', values.METRICS_PORT],
+  ] as const)
+    refuse(
+      values.ADMIN_PORT !== undefined && values.ADMIN_PORT !== 0 && values.ADMIN_PORT === port,
+      `ADMIN_PORT must differ from ${other} (${port}): the admin API has a listener of its own`,
+    );
   if (config)
     refuse(
       config.refresh.leaseMs <= config.refresh.tokenTimeoutMs,

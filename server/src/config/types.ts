@@ -1,4 +1,5 @@
 import type { Keyring } from '../base/crypto.ts';
+import type { AdminTokenEntry } from './admin-tokens.ts';
 import type { SessionLifetime } from '../connections/sessions.ts';
 import type { Allowlist } from '../oauth/allowlist.ts';
 import type { EventLimits } from '../ops/events.ts';
@@ -80,6 +81,12 @@ export interface Config {
     /** A separate port serving only /metrics (METRICS_PORT). */
     port: number | undefined;
   };
+  /**
+   * The admin API (http/admin/), on a listener of its own: ADMIN_PORT (on HOST), and who may call
+   * it, read from ADMIN_TOKENS_FILE at start-up (and read again when it changes: http/admin/).
+   * Undefined: off (ADMIN_PORT unset).
+   */
+  admin: { port: number; tokensFile: string; tokens: readonly AdminTokenEntry[] } | undefined;
   events: {
     /** Where events go, signed with each secret (Standard Webhooks keys, decoded). */
     webhook: { url: string; secrets: Buffer[] } | undefined;

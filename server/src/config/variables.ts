@@ -90,6 +90,8 @@ export const schema = z.object({
   AUTH_RATE_LIMIT: z.coerce.number().int().min(1).max(1_000_000).default(60),
   METRICS_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  ADMIN_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  ADMIN_TOKENS_FILE: z.string().min(1).optional(),
   EVENTS_WEBHOOK_URL: httpUrl.optional(),
   EVENTS_WEBHOOK_SECRET: z
     .string()
