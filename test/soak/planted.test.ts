@@ -101,7 +101,8 @@ const DEFECTS: {
       return new Proxy(store, {
         get(target, key, receiver) {
           const value = Reflect.get(target, key, receiver) as unknown;
-          if (typeof value !== 'function' || key === 'close') return value;
+          // `scan` answers an iterable, not a promise: passed as it is.
+          if (typeof value !== 'function' || key === 'close' || key === 'scan') return value;
           return async (...args: unknown[]) => {
             if (Date.now() < stuckUntil) throw new StoreUnavailableError('the breaker is open');
             try {
