@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { BlockList, isIPv6 } from 'node:net';
+import { isIPv6 } from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { FILE_SECRETS } from '../../server/src/config/config.ts';
@@ -24,6 +24,7 @@ import {
   type Kubectl,
 } from './documented.ts';
 import { overlayKustomization, renderWith } from './kustomize.ts';
+import { contains } from './network-policy.ts';
 
 /**
  * What a leak on either side reaches (issue 38, item 10). Prometheus's operator must read the
@@ -74,15 +75,6 @@ function firstAddress(cidr: string): string {
   const value = network.split('.').reduce((sum, octet) => sum * 256 + Number(octet), 0) + 1;
   return [24, 16, 8, 0].map((shift) => Math.floor(value / 2 ** shift) % 256).join('.');
 }
-
-const contains = (cidr: string, address: string): boolean => {
-  const [network = '', prefix] = cidr.split('/');
-  const family = isIPv6(network) ? 'ipv6' : 'ipv4';
-  if (family !== (isIPv6(address) ? 'ipv6' : 'ipv4')) return false;
-  const list = new BlockList();
-  list.addSubnet(network, Number(prefix), family);
-  return list.check(address, family);
-};
 
 /** Whether a rule lets TCP to this port out (no ports: every port). */
 const opensPort = (rule: EgressRule, port: number): boolean =>

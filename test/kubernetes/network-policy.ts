@@ -56,7 +56,8 @@ export function selects(selector: Selector, labels: Record<string, string>): boo
   );
 }
 
-const contains = (cidr: string, address: string): boolean => {
+/** Whether `address` lies within `cidr` (either family). */
+export const contains = (cidr: string, address: string): boolean => {
   const [network = '', prefix] = cidr.split('/');
   const family = isIPv6(network) ? 'ipv6' : 'ipv4';
   if (family !== (isIPv6(address) ? 'ipv6' : 'ipv4')) return false;
