@@ -290,7 +290,11 @@ export interface components {
         connected_at: string;
         access_expires_at: string | null;
         /** @enum {string} */
-        disconnected_reason?: 'refresh_rejected' | 'refresh_response_lost' | 'api_url_not_allowed';
+        disconnected_reason?:
+          | 'refresh_rejected'
+          | 'refresh_response_lost'
+          | 'api_url_not_allowed'
+          | 'disconnected_by_operator';
       };
     };
     ConnectionsResponse: {
@@ -303,7 +307,11 @@ export interface components {
         connected_at: string;
         access_expires_at: string | null;
         /** @enum {string} */
-        disconnected_reason?: 'refresh_rejected' | 'refresh_response_lost' | 'api_url_not_allowed';
+        disconnected_reason?:
+          | 'refresh_rejected'
+          | 'refresh_response_lost'
+          | 'api_url_not_allowed'
+          | 'disconnected_by_operator';
       }[];
     };
     ErrorBody: {
