@@ -6,7 +6,7 @@ import { createMemoryStore } from '../store/memory.ts';
 import { createDelivery } from './event-delivery.ts';
 import type { BrokerEvent } from '../connections/events.ts';
 import { DEFAULT_EVENT_LIMITS } from '../base/defaults.ts';
-import { createOutbox, parseWebhookSecret, type EventLimits } from './events.ts';
+import { ADMIN_OUTBOX, createOutbox, parseWebhookSecret, type EventLimits } from './events.ts';
 
 /**
  * The delivery on the embedded store and an injected clock, against a receiver that verifies
@@ -314,6 +314,15 @@ describe('event delivery (Standard Webhooks)', () => {
     expect(dead[0]).toMatchObject({ attempts: 1, last_outcome: 'status 503' });
     expect(w.deliveries[0]!.counters.deadLettered.outbox_full).toBe(4);
     expect((await w.deliveries[0]!.backlog()).events).toBe(10);
+  });
+
+  it('holds the admin outbox to the backlog only: redeliveries and actions in a burst stay', async () => {
+    const w = world({ limits: { perSession: 1 } });
+    w.answer(() => new Response(null, { status: 503 }));
+    for (let n = 0; n < 5; n++) await w.change(ADMIN_OUTBOX, connected(`c${n}`));
+    await w.pass();
+    expect(await w.outboxIds(ADMIN_OUTBOX)).toHaveLength(5);
+    expect(await w.deadLetters()).toEqual([]);
   });
 
   it('holds every session to EVENTS_BACKLOG_MAX: the sessions waiting longest give up their oldest events', async () => {

@@ -6,7 +6,7 @@ import { createOutboxHeads, type Attempts, type DeliveryCounters } from './outbo
 import { createWebhook } from './webhook.ts';
 import { StoreUnavailableError, type Store } from '../store/types.ts';
 import { DEFAULT_EVENT_LIMITS } from '../base/defaults.ts';
-import { OUTBOX_RETENTION_MS, type EventLimits, type OutboxEntry } from './events.ts';
+import { outboxCap, OUTBOX_RETENTION_MS, type EventLimits, type OutboxEntry } from './events.ts';
 
 /**
  * Delivers the outboxes (ops/events.ts) to EVENTS_WEBHOOK_URL, from every instance:
@@ -157,7 +157,7 @@ export function createDelivery(options: DeliveryOptions) {
   /** Dead-letters the oldest events past the session's cap (under its lease). */
   async function trimmed(sid: string): Promise<void> {
     for (let n = 0; n < SHED_PER_LEASE; n++) {
-      if ((await store.listLength(keys.outbox(sid))) <= limits.perSession) return;
+      if ((await store.listLength(keys.outbox(sid))) <= outboxCap(sid, limits)) return;
       const head = await store.listHead(keys.outbox(sid));
       if (head === null) return;
       await deadLetter(sid, head, 'outbox_full', undefined);

@@ -31,6 +31,15 @@ export interface OutboxEntry {
 export const ADMIN_OUTBOX = 'admin';
 
 /**
+ * How many events outbox `sid` holds before its oldest are dead-lettered (`outbox_full`): a
+ * session's EVENTS_OUTBOX_MAX, but the admin outbox only the backlog's bound. It holds every
+ * operator's actions and every redelivered dead letter, so a burst of redeliveries must not push
+ * each other (or the actions that report them) back into the dead letters.
+ */
+export const outboxCap = (sid: string, limits: Pick<EventLimits, 'perSession' | 'backlog'>) =>
+  sid === ADMIN_OUTBOX ? limits.backlog : limits.perSession;
+
+/**
  * A session's reference in events: stable for the session's life and the same in every event of
  * it, derived one way from the session id so it cannot be turned back into anything usable.
  */
@@ -86,7 +95,7 @@ export function createOutbox(options: {
    * its next poll, or for the schedule to name it.
    */
   wake?: (sid: string) => void;
-  /** The session's outbox holds more than `limits.perSession` events. */
+  /** The session's outbox holds more than its cap (outboxCap). */
   onFull?: (sid: string) => Promise<void>;
 }): EventSink {
   const { store, now } = options;
@@ -114,7 +123,7 @@ export function createOutbox(options: {
         schedule(sid),
         store.counterAdd(keys.eventsBacklog(eventShard(sid)), 1, OUTBOX_RETENTION_MS),
       ]);
-      if ((await store.listLength(keys.outbox(sid))) > limits.perSession)
+      if ((await store.listLength(keys.outbox(sid))) > outboxCap(sid, limits))
         await options.onFull?.(sid);
       options.wake?.(sid);
     },
