@@ -24,6 +24,7 @@ import {
   actionResultSchema,
   actorSchema,
   adminErrorBodySchema,
+  censusJobSchema,
   connectionIdSchema,
   connectionsAnswerSchema,
   connectionsQuerySchema,
@@ -299,6 +300,21 @@ export function adminOpenApiDocument(): ReturnType<typeof createDocument> {
           security,
           responses: {
             202: { ...ok('Started (or resumed).', reencryptJobSchema) },
+            ...errors(['forbidden']),
+          },
+        },
+      },
+      [path(R.census)]: {
+        get: read('censusJob', 'The census and its progress', censusJobSchema),
+        post: {
+          operationId: 'startCensus',
+          tags: ['actions'],
+          summary: 'Count the sessions and connection records (a walk of every master)',
+          description:
+            "Starts a census, or resumes one paused or left by a stopped instance; it runs in the background: follow it with GET. Once done, the overview's `sessions` and `connections.byKeyId` are its figures, dated by `census.takenAt`. Operators only; recorded as an `admin.action` event.",
+          security,
+          responses: {
+            202: { ...ok('Started (or resumed).', censusJobSchema) },
             ...errors(['forbidden']),
           },
         },

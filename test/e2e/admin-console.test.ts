@@ -138,10 +138,22 @@ describe.each([
     await signIn(page, OPERATOR);
     expect(await page.texts(field('redis.topology'))).toEqual(['standalone']);
     expect(await page.texts(field('redis.master.0'))).toEqual([expect.stringMatching(/^up, /)]);
-    // On Redis, sessions are counted only by a walk of the keyspace (the CLI's stats).
-    expect(await page.texts(field('sessions'))).toEqual(['not counted']);
+    // On Redis, sessions are counted by a census (a walk of the keyspace), none run yet.
+    expect(await page.texts(field('sessions'))).toEqual(['not counted yet']);
     expect(await page.texts(field('connections.connected'))).toEqual(['2']);
     expect(await page.texts(field('connections.disconnected'))).toEqual(['0']);
+  });
+
+  it('counts now for an operator: the census runs, and the overview shows its figures, dated', async () => {
+    await page.click('#census-start');
+    await page.waitFor('#message', 'Count started');
+    // The census is quick here: the page asks how it goes until done, then redraws the overview.
+    await page.waitFor(`${field('sessions')} time[datetime]`);
+    expect(await page.texts(field('sessions'))).toEqual([
+      expect.stringMatching(/^2 \(counted (\d{4}-\d\d-\d\d )?\d\d:\d\d UTC\)$/),
+    ]);
+    expect(await page.texts(field('keyId.k'))).toEqual(['2']);
+    expect(await page.texts('#census-start')).toEqual(['Count now']);
   });
 
   it("finds a licence by its api_url and lists its connection only, with an operator's actions", async () => {

@@ -177,11 +177,38 @@ describe('the admin API on ADMIN_PORT', () => {
     expect(overview.redis.masters).toEqual([
       expect.objectContaining({ up: true, latencyMs: expect.any(Number) }),
     ]);
-    // Sessions have no index: counted only by a walk (the CLI's), never by the overview on Redis.
+    // Sessions have no index: counted by a census (none yet), never by the overview itself.
     expect(overview.sessions).toBeNull();
     expect(overview.connections.byStatus).toEqual({ connected: 4, disconnected: 0 });
     expect(overview.events.enabled).toBe(true);
     expect(overview.events.deadLetters).toBeGreaterThanOrEqual(2);
+  });
+
+  it('counts by a census an operator starts (202), then answers its figures in the overview', async () => {
+    const started = await admin('/api/v1/jobs/census', { method: 'POST' });
+    expect(started.status).toBe(202);
+    expect(started.json).toMatchObject({ state: 'running', startedBy: 'olivia' });
+    let job = started.json as { state: string; finishedAt: string | null };
+    await until(
+      async () => {
+        job = (await admin('/api/v1/jobs/census')).json as typeof job;
+        return job.state !== 'running';
+      },
+      { what: 'the census to end', deadlineMs: 15_000, intervalMs: 100 },
+    );
+    expect(job).toMatchObject({
+      state: 'done',
+      sessions: 2,
+      connections: 4,
+      byStatus: { connected: 4, disconnected: 0 },
+      unreadable: 0,
+    });
+    const overview = (await admin('/api/v1/overview')).json;
+    expect(overview).toMatchObject({
+      sessions: 2,
+      census: { takenAt: job.finishedAt, state: 'done' },
+    });
+    await actionRecorded('start_census');
   });
 
   it('finds connections by connection id, by session reference and by licence', async () => {
@@ -278,6 +305,8 @@ describe('the admin API on ADMIN_PORT', () => {
       ['DELETE', `/api/v1/dead-letters/msg_${'A'.repeat(22)}`],
       ['GET', '/api/v1/jobs/reencrypt'],
       ['POST', '/api/v1/jobs/reencrypt'],
+      ['GET', '/api/v1/jobs/census'],
+      ['POST', '/api/v1/jobs/census'],
       ['POST', '/api/v1/events/sweep'],
     ];
     for (const [method, path] of paths)

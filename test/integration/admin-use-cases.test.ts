@@ -89,8 +89,10 @@ describe('the admin use cases on Redis', () => {
         topology: 'standalone',
         masters: [{ address: new URL(world.redis.url).host, up: true }],
       },
+      // No census yet: not counted.
       sessions: null,
       connections: { byKeyId: null },
+      census: { takenAt: null, state: 'idle' },
       events: { enabled: true },
     });
     expect(overview.connections.byStatus.connected).toBeGreaterThanOrEqual(1);
@@ -98,6 +100,30 @@ describe('the admin use cases on Redis', () => {
     const walked = await admin.overview({ walk: true });
     expect(walked.sessions).toBeGreaterThanOrEqual(1);
     expect(walked.connections.byKeyId).not.toBeNull();
+    expect(walked.census.takenAt).toBe(new Date(world.clock.now()).toISOString());
+  });
+
+  it('counts by a census in the background: the overview then shows its figures, dated', async () => {
+    await connect(world, { licenseId: 'lic-1001' });
+    const started = await admin.startCensus(OPERATOR);
+    expect(started).toMatchObject({ state: 'running', startedBy: 'ops@example' });
+    const done = await admin.censusSettled();
+    const walked = await admin.overview({ walk: true });
+    expect(done).toMatchObject({
+      state: 'done',
+      sessions: walked.sessions,
+      byKeyId: walked.connections.byKeyId,
+      unreadable: 0,
+      error: null,
+    });
+    expect(done!.connections).toBe(done!.byStatus.connected + done!.byStatus.disconnected);
+    expect(await admin.overview()).toMatchObject({
+      sessions: walked.sessions,
+      connections: { byKeyId: walked.connections.byKeyId },
+      census: { takenAt: done!.finishedAt, state: 'done' },
+    });
+    expect(await client.pTTL(keys.adminCensus)).toBeGreaterThan(0);
+    expect(await client.pTTL(keys.adminJob('census'))).toBeGreaterThan(0);
   });
 
   it('disconnect: the broker then lists it disconnected by an operator', async () => {

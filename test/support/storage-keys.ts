@@ -40,6 +40,7 @@ const SAMPLES: Samples<typeof keys> = {
   adminOutbox: [],
   adminJob: ['reencrypt'],
   adminJobLease: ['reencrypt'],
+  adminCensus: [],
   rateLimitPrefix: [],
   authSessionPrefix: [],
 };

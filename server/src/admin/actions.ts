@@ -11,6 +11,7 @@ export type AdminAction =
   | 'redeliver'
   | 'discard'
   | 'start_reencrypt'
+  | 'start_census'
   | 'sweep_events';
 
 /**

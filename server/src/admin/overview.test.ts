@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createRefreshOutcomes } from '../connections/refresh/outcomes.ts';
-import { adminWorld, OPERATOR } from './test-kit.ts';
+import { adminWorld, OPERATOR, START } from './test-kit.ts';
 
 const LICENCE = 'https://api.example/licenses/1001';
 
@@ -21,6 +21,8 @@ describe('overview', () => {
         byKeyId: { k1: 3 },
         activeKeyId: 'k1',
       },
+      // Counted now: no census needed.
+      census: { takenAt: new Date(START).toISOString(), state: 'idle' },
       refreshes: { refreshed: 0, rejected: 0, transient: 0, lost: 0 },
       events: {
         enabled: true,

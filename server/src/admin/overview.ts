@@ -4,7 +4,8 @@ import type { RefreshOutcomes } from '../connections/refresh/outcomes.ts';
 import { EVENT_SHARDS, keys } from '../store/keys.ts';
 import { bounded, type Redis } from '../store/redis/clients.ts';
 import type { Store } from '../store/types.ts';
-import type { Overview } from './types.ts';
+import type { Census } from './census-job.ts';
+import type { CensusJob, Overview } from './types.ts';
 import type { Walks } from './walk.ts';
 
 const shards = Array.from({ length: EVENT_SHARDS }, (_, shard) => shard);
@@ -47,7 +48,8 @@ async function masters(redis: Redis | undefined): Promise<Overview['redis']['mas
  * The overview an operator opens first. Every figure comes from something kept for it (the
  * connections index, the events' shard counters, per-minute refresh counters), so that it stays
  * quick at a million sessions; what only a walk of the keyspace can tell (sessions, records by key
- * id) is null unless `walk` asks for it, or the store is embedded (a walk of memory is quick).
+ * id) is the last census's (census-job.ts), dated, unless `walk` asks for a count now, or the store
+ * is embedded (a walk of memory is quick).
  */
 export function createOverview(deps: {
   store: Store;
@@ -58,7 +60,9 @@ export function createOverview(deps: {
   walks: Walks;
   eventsEnabled: boolean;
   deadLetters: { counts(): Promise<{ total: number; byReason: Record<string, number> }> };
+  census: { last(): Promise<Census | null>; state(): Promise<CensusJob> };
   build: { version: string; revision: string };
+  now: () => number;
 }) {
   const { store, redis, keyring, connections, walks } = deps;
   const sum = async (each: (shard: number) => Promise<number>): Promise<number> =>
@@ -79,21 +83,27 @@ export function createOverview(deps: {
 
   return async function overview(options: { walk?: boolean } = {}): Promise<Overview> {
     const walk = options.walk === true || !redis ? await walked() : null;
-    const [format, pinged, byStatus, refreshes, waiting, due, dead] = await Promise.all([
-      store.get(keys.dataFormat),
-      masters(redis),
-      connections.countByStatus(),
-      deps.refreshes.lastHour(),
-      sum(async (shard) => Number(await store.get(keys.eventsBacklog(shard)))),
-      sum((shard) => store.scheduleSize(keys.eventsDue(shard))),
-      deps.deadLetters.counts(),
-    ]);
+    const takenAt = walk ? new Date(deps.now()).toISOString() : null;
+    const [format, pinged, byStatus, refreshes, waiting, due, dead, census, job] =
+      await Promise.all([
+        store.get(keys.dataFormat),
+        masters(redis),
+        connections.countByStatus(),
+        deps.refreshes.lastHour(),
+        sum(async (shard) => Number(await store.get(keys.eventsBacklog(shard)))),
+        sum((shard) => store.scheduleSize(keys.eventsDue(shard))),
+        deps.deadLetters.counts(),
+        walk ? null : deps.census.last(),
+        deps.census.state(),
+      ]);
+    const counted = walk ?? census;
     return {
       build: deps.build,
       dataFormat: Number(format ?? 1),
       redis: { topology: redis?.mode ?? 'embedded', masters: pinged },
-      sessions: walk?.sessions ?? null,
-      connections: { byStatus, byKeyId: walk?.byKeyId ?? null, activeKeyId: keyring.activeKid },
+      sessions: counted?.sessions ?? null,
+      connections: { byStatus, byKeyId: counted?.byKeyId ?? null, activeKeyId: keyring.activeKid },
+      census: { takenAt: takenAt ?? census?.finishedAt ?? null, state: job.state },
       refreshes,
       events: {
         enabled: deps.eventsEnabled,

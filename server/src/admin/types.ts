@@ -21,20 +21,30 @@ export interface Overview {
     masters: { address: string; up: boolean; latencyMs: number | null }[];
   };
   /**
-   * Sessions in the store. Null unless counted by a walk (`overview({ walk: true })`, the CLI's
-   * `stats`) or the store is embedded: sessions have no index, and a walk of a million sessions'
-   * keys is no overview. The connections by status are the figure to watch.
+   * Sessions in the store, as counted at `census.takenAt`: now when the store is embedded or a walk
+   * was asked for (`overview({ walk: true })`, the CLI's `stats`), else by the last census (a
+   * background job, CensusJob): sessions have no index, and a walk of a million sessions' keys is
+   * no overview. Null: never counted (no census kept). The connections by status are live.
    */
   sessions: number | null;
   connections: {
     /** From the connections index (its 1,024 shards counted): cheap at any size. */
     byStatus: { connected: number; disconnected: number };
     /**
-     * By the encryption key id records are sealed under. Null unless counted by a walk, as
-     * `sessions`: the re-encryption job reports what it found under keys no longer configured.
+     * By the encryption key id records are sealed under, counted with `sessions` (null as it):
+     * the re-encryption job reports what it found under keys no longer configured.
      */
     byKeyId: Record<string, number> | null;
     activeKeyId: string;
+  };
+  census: {
+    /**
+     * When `sessions` and `connections.byKeyId` were counted (ISO 8601): now for a direct count,
+     * else when the last census finished; null: no census kept (a census is kept for 7 days).
+     */
+    takenAt: string | null;
+    /** The census job's state: `running` while a count is under way. */
+    state: CensusJob['state'];
   };
   /** Refresh outcomes over the last hour, across every instance. */
   refreshes: { refreshed: number; rejected: number; transient: number; lost: number };
@@ -99,6 +109,26 @@ export interface ReencryptJob {
   error: string | null;
 }
 
+/**
+ * The census: a count of the sessions and connection records by a walk of every master's keys,
+ * in the background (admin/census-job.ts), as the re-encryption job walks them. The figures are
+ * those counted so far by the run (all of them once done); the overview shows the last finished.
+ */
+export interface CensusJob {
+  state: 'idle' | 'running' | 'paused' | 'done' | 'failed';
+  startedAt: string | null;
+  finishedAt: string | null;
+  startedBy: string | null;
+  sessions: number;
+  /** Connection records, by the key id they are sealed under, and by status. */
+  connections: number;
+  byKeyId: Record<string, number>;
+  byStatus: { connected: number; disconnected: number };
+  /** Records that could not be opened (under a key no longer configured): in byKeyId, no status. */
+  unreadable: number;
+  error: string | null;
+}
+
 /** What an operator action changed (the target named as in ConnectionView and DeadLetterView). */
 export interface ActionResult {
   ok: boolean;
@@ -123,6 +153,9 @@ export interface AdminUseCases {
   /** Starts the job, or resumes one paused or left by a stopped instance. */
   startReencrypt(actor: Actor): Promise<ReencryptJob>;
   reencryptJob(): Promise<ReencryptJob>;
+  /** Starts a census, or resumes one paused or left by a stopped instance. */
+  startCensus(actor: Actor): Promise<CensusJob>;
+  censusJob(): Promise<CensusJob>;
   /** Schedules every outbox found in Redis (the CLI's `events sweep`). */
   sweepEvents(actor: Actor): Promise<{ ok: boolean; outboxes: number }>;
 }

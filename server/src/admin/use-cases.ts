@@ -8,11 +8,12 @@ import { eventShard, keys } from '../store/keys.ts';
 import type { Redis } from '../store/redis/clients.ts';
 import type { Store } from '../store/types.ts';
 import { createActionEvents } from './actions.ts';
+import { createCensusJob } from './census-job.ts';
 import { createAdminConnections } from './connections.ts';
 import { createDeadLetters } from './dead-letters.ts';
 import { createOverview } from './overview.ts';
 import { createReencryptJob } from './reencrypt-job.ts';
-import type { Actor, AdminUseCases, ReencryptJob } from './types.ts';
+import type { Actor, AdminUseCases, CensusJob, ReencryptJob } from './types.ts';
 import { createWalks } from './walk.ts';
 
 export { AdminInputError } from './walk.ts';
@@ -40,7 +41,9 @@ export interface AdminService extends AdminUseCases {
   endSessionOf(sid: string, actor: Actor): ReturnType<AdminUseCases['endSession']>;
   /** The re-encryption this instance runs, once it ends; null when it runs none. */
   reencryptSettled(): Promise<ReencryptJob> | null;
-  /** Pauses a re-encryption this instance runs (at shutdown), its state saved for a resume. */
+  /** The census this instance runs, once it ends; null when it runs none. */
+  censusSettled(): Promise<CensusJob> | null;
+  /** Pauses the jobs this instance runs (at shutdown), their state saved for a resume. */
   stop(): Promise<void>;
 }
 
@@ -63,8 +66,9 @@ export function createAdminOverStore(
 
 /**
  * The operators' use cases (types.ts), over the broker's store, each in a module of its own:
- * overview.ts, connections.ts (find, disconnect, end sessions), dead-letters.ts,
- * reencrypt-job.ts; walk.ts for what has no index, actions.ts for the `admin.action` events.
+ * overview.ts, connections.ts (find, disconnect, end sessions), dead-letters.ts, the jobs
+ * reencrypt-job.ts and census-job.ts (both over key-walk-job.ts); walk.ts for what has no index,
+ * actions.ts for the `admin.action` events.
  */
 export function createAdminUseCases(deps: AdminDeps): AdminService {
   const { store, redis, now } = deps;
@@ -76,8 +80,10 @@ export function createAdminUseCases(deps: AdminDeps): AdminService {
     ...deps,
     ...(deps.onReencryptBatch ? { onBatch: deps.onReencryptBatch } : {}),
   });
+  const census = createCensusJob({ store, redis, connections: deps.connections, now });
   const overview = createOverview({
     ...deps,
+    census,
     walks,
     deadLetters,
     refreshes: createRefreshOutcomes({ store, now }),
@@ -101,6 +107,13 @@ export function createAdminUseCases(deps: AdminDeps): AdminService {
     },
     reencryptJob: () => job.state(),
     reencryptSettled: () => job.settled(),
+    async startCensus(actor) {
+      const started = await census.start(actor);
+      await recordAction(actor, 'start_census', {});
+      return started;
+    },
+    censusJob: () => census.state(),
+    censusSettled: () => census.settled(),
 
     /**
      * Schedules every outbox found (a walk: only on demand): an instance that died between writing
@@ -120,6 +133,8 @@ export function createAdminUseCases(deps: AdminDeps): AdminService {
       return { ok: true, outboxes };
     },
 
-    stop: () => job.stop(),
+    stop: async () => {
+      await Promise.all([job.stop(), census.stop()]);
+    },
   };
 }

@@ -58,9 +58,11 @@ export const keys = {
    * through `outbox` like a session's, with its lease, attempts and dead-letter count beside it.
    */
   adminOutbox: 'baton:{admin}:outbox',
-  /** An operator's job (admin/reencrypt-job.ts): its state, and the instance running it. */
+  /** An operator's job (admin/key-walk-job.ts): its state, and the instance running it. */
   adminJob: (name: string) => `baton:{admin}:job:${name}`,
   adminJobLease: (name: string) => `baton:{admin}:job:${name}:lease`,
+  /** The last census that finished (admin/census-job.ts): what the overview counts from. */
+  adminCensus: 'baton:{admin}:census',
   rateLimitPrefix: 'baton:ratelimit:',
   authSessionPrefix: 'baton:authsession:',
 } as const;

@@ -6,6 +6,7 @@ import type {
   ActionResult,
   Actor,
   AdminUseCases,
+  CensusJob,
   ConnectionView,
   DeadLetterView,
   Overview,
@@ -25,6 +26,7 @@ export const OVERVIEW: Overview = {
     byKeyId: { k1: 2 },
     activeKeyId: 'k1',
   },
+  census: { takenAt: '2026-01-01T06:12:00.000Z', state: 'done' },
   refreshes: { refreshed: 3, rejected: 1, transient: 0, lost: 0 },
   events: {
     enabled: true,
@@ -72,6 +74,19 @@ export const JOB: ReencryptJob = {
   error: null,
 };
 
+export const CENSUS: CensusJob = {
+  state: 'done',
+  startedAt: '2026-01-01T06:10:00.000Z',
+  finishedAt: '2026-01-01T06:12:00.000Z',
+  startedBy: 'alice',
+  sessions: 2,
+  connections: 2,
+  byKeyId: { k1: 2 },
+  byStatus: { connected: 1, disconnected: 1 },
+  unreadable: 0,
+  error: null,
+};
+
 export interface FakeUseCases extends AdminUseCases {
   calls: { name: string; args: unknown[] }[];
   /** What the next action answers (default: ok, one thing changed). */
@@ -96,6 +111,8 @@ export function fakeUseCases(): FakeUseCases {
     discard: (id, actor) => call('discard', [id, actor], fake.result),
     startReencrypt: (actor) => call('startReencrypt', [actor], { ...JOB, state: 'running' }),
     reencryptJob: () => call('reencryptJob', [], JOB),
+    startCensus: (actor) => call('startCensus', [actor], { ...CENSUS, state: 'running' }),
+    censusJob: () => call('censusJob', [], CENSUS),
     sweepEvents: (actor) => call('sweepEvents', [actor], { ok: true, outboxes: 4 }),
   };
   function call<T>(name: string, args: unknown[], answer: T): Promise<T> {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StoreUnavailableError } from '../../store/types.ts';
-import { CONNECTION, DEAD_LETTER, JOB, OVERVIEW } from './fake-use-cases.ts';
+import { CENSUS, CONNECTION, DEAD_LETTER, JOB, OVERVIEW } from './fake-use-cases.ts';
 import { startTestAdmin, type TestAdmin } from './test-server.ts';
 
 let admin: TestAdmin;
@@ -65,6 +65,12 @@ describe('reads', () => {
     expect(await response.json()).toEqual(JOB);
   });
 
+  it('GET /api/v1/jobs/census answers the census, to a viewer too', async () => {
+    const response = await admin.call('/api/v1/jobs/census', { token: admin.viewer });
+    expect(await response.json()).toEqual(CENSUS);
+    expect(admin.useCases.calls).toEqual([{ name: 'censusJob', args: [] }]);
+  });
+
   it('passes no field the contract lacks (a use case that adds one by mistake)', async () => {
     admin.useCases.findConnections = () =>
       Promise.resolve([{ ...CONNECTION, sid: 'the-session-id', accessToken: 'at' }]);
@@ -107,6 +113,22 @@ describe('actions', () => {
     const response = await admin.call('/api/v1/jobs/reencrypt', { method: 'POST' });
     expect(response.status).toBe(202);
     expect(await response.json()).toEqual({ ...JOB, state: 'running' });
+  });
+
+  it('POST /api/v1/jobs/census starts the census with the actor: 202', async () => {
+    const response = await admin.call('/api/v1/jobs/census', { method: 'POST' });
+    expect(response.status).toBe(202);
+    expect(await response.json()).toEqual({ ...CENSUS, state: 'running' });
+    expect(admin.useCases.calls).toEqual([{ name: 'startCensus', args: [OLIVIA] }]);
+  });
+
+  it('POST /api/v1/jobs/census is refused to a viewer: 403, and nothing started', async () => {
+    const response = await admin.call('/api/v1/jobs/census', {
+      method: 'POST',
+      token: admin.viewer,
+    });
+    await expectError(response, 403, 'forbidden');
+    expect(admin.useCases.calls).toEqual([]);
   });
 
   it('POST /api/v1/events/sweep schedules the outboxes', async () => {

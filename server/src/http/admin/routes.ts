@@ -6,6 +6,7 @@ import { AdminError, invalid } from './errors.ts';
 import {
   actionResultSchema,
   actorSchema,
+  censusJobSchema,
   connectionIdSchema,
   connectionsAnswerSchema,
   connectionsQuerySchema,
@@ -32,6 +33,7 @@ export const ADMIN_ROUTES = {
   redeliver: '/dead-letters/:id/redeliver',
   deadLetter: '/dead-letters/:id',
   reencrypt: '/jobs/reencrypt',
+  census: '/jobs/census',
   sweep: '/events/sweep',
 } as const;
 export const ADMIN_API_BASE = '/api/v1';
@@ -191,6 +193,12 @@ export function adminRoutes(useCases: AdminUseCases): Router {
   });
   on('post', R.reencrypt, requireOperator, async (_req, res) => {
     res.status(202).json(reencryptJobSchema.parse(await useCases.startReencrypt(actor(res))));
+  });
+  on('get', R.census, async (_req, res) => {
+    res.json(censusJobSchema.parse(await useCases.censusJob()));
+  });
+  on('post', R.census, requireOperator, async (_req, res) => {
+    res.status(202).json(censusJobSchema.parse(await useCases.startCensus(actor(res))));
   });
   on('post', R.sweep, requireOperator, async (_req, res) => {
     res.json(sweepAnswerSchema.parse(await useCases.sweepEvents(actor(res))));

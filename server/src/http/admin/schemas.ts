@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type {
   ActionResult,
   Actor,
+  CensusJob,
   ConnectionView,
   DeadLetterView,
   Overview,
@@ -105,6 +106,7 @@ export const endSessionsBodySchema = z.strictObject({ licence: licenceSchema });
 const count = z.number().int().min(0);
 const counts = z.record(z.string(), count);
 const time = z.iso.datetime().meta({ description: 'ISO 8601, UTC.' });
+const jobState = z.enum(['idle', 'running', 'paused', 'done', 'failed']);
 
 export const actorSchema = z
   .object({ name: z.string(), role: z.enum(['viewer', 'operator']) })
@@ -126,14 +128,23 @@ export const overviewSchema = z
     }),
     sessions: count.nullable().meta({
       description:
-        "Sessions in the store; null unless counted by a walk of the keyspace (the CLI's `stats`) or the store is embedded.",
+        'Sessions in the store, as counted at census.takenAt: now on the embedded store, else by the last census (GET /jobs/census); null when no census is kept.',
     }),
     connections: z.object({
-      byStatus: z.object({ connected: count, disconnected: count }),
+      byStatus: z
+        .object({ connected: count, disconnected: count })
+        .meta({ description: 'From the connections index: live.' }),
       byKeyId: counts.nullable().meta({
-        description: 'By encryption key id; null when not known without opening every record.',
+        description: 'Records by encryption key id, counted with `sessions` (null as it).',
       }),
       activeKeyId: z.string(),
+    }),
+    census: z.object({
+      takenAt: time.nullable().meta({
+        description:
+          'When `sessions` and `connections.byKeyId` were counted: now for a direct count, else when the last census finished; null: no census kept (kept 7 days).',
+      }),
+      state: jobState.meta({ description: "The census job's state: running while it counts." }),
     }),
     refreshes: z
       .object({ refreshed: count, rejected: count, transient: count, lost: count })
@@ -186,7 +197,7 @@ export const deadLettersAnswerSchema = z
 
 export const reencryptJobSchema = z
   .object({
-    state: z.enum(['idle', 'running', 'paused', 'done', 'failed']),
+    state: jobState,
     activeKeyId: z.string(),
     startedAt: time.nullable(),
     finishedAt: time.nullable(),
@@ -200,6 +211,25 @@ export const reencryptJobSchema = z
     error: z.string().nullable(),
   })
   .meta({ id: 'ReencryptJob' }) satisfies z.ZodType<ReencryptJob>;
+
+export const censusJobSchema = z
+  .object({
+    state: jobState,
+    startedAt: time.nullable(),
+    finishedAt: time.nullable(),
+    startedBy: z.string().nullable(),
+    sessions: count.meta({ description: 'Sessions counted so far by this run.' }),
+    connections: count.meta({ description: 'Connection records counted so far by this run.' }),
+    byKeyId: counts.meta({ description: 'The records counted, by encryption key id.' }),
+    byStatus: z
+      .object({ connected: count, disconnected: count })
+      .meta({ description: 'The records counted, by status (those that could be opened).' }),
+    unreadable: count.meta({
+      description: 'Records that could not be opened (under a key no longer configured).',
+    }),
+    error: z.string().nullable(),
+  })
+  .meta({ id: 'CensusJob' }) satisfies z.ZodType<CensusJob>;
 
 export const actionResultSchema = z
   .object({
@@ -228,6 +258,7 @@ export type SchemasMatchContract = [
   Same<z.output<typeof connectionViewSchema>, ConnectionView>,
   Same<z.output<typeof deadLetterViewSchema>, DeadLetterView>,
   Same<z.output<typeof reencryptJobSchema>, ReencryptJob>,
+  Same<z.output<typeof censusJobSchema>, CensusJob>,
   Same<z.output<typeof actionResultSchema>, ActionResult>,
 ] extends true[]
   ? true

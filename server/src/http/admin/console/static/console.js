@@ -131,6 +131,7 @@ function start() {
   onClick('dead-letters-refresh', panels.loadDeadLetters);
   onClick('reencrypt-refresh', panels.loadReencrypt);
   onClick('reencrypt-start', panels.startReencrypt);
+  onClick('census-start', panels.startCensus);
   onClick('end-licence', panels.endLicenceSessions);
 
   const kept = sessionStorage.getItem(TOKEN_KEY);

@@ -1,9 +1,11 @@
 // @ts-check
 /* global URLSearchParams, HTMLElement, HTMLButtonElement, HTMLTableElement */
+/* global setTimeout, clearTimeout */
 import { segment } from './api.js';
 import { act, confirmed } from './confirm.js';
 import { actionButton, byId, plural, say } from './dom.js';
 import {
+  censusStatus,
   connectionRow,
   letterRow,
   overviewGroups,
@@ -23,6 +25,8 @@ import {
  */
 
 const LIMIT = '100';
+/** How often a running census is asked how it goes (it takes about a minute a million sessions). */
+const CENSUS_POLL_MS = 2000;
 const NAMES = { licence: 'licence', connection: 'connection id', session: 'session' };
 
 /**
@@ -49,9 +53,49 @@ export function createPanels(ctx) {
   /** @param {() => Promise<unknown>} load */
   const guarded = (load) => () => load().catch(showError);
 
-  const loadOverview = guarded(async () => {
-    byId('overview', HTMLElement).replaceChildren(...overviewGroups(await api('GET', '/overview')));
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let censusPoll;
+
+  /**
+   * The census's line (a live region: its state is read out as it changes) and its button; while
+   * it runs, asked again until it ends, then the overview redrawn with its figures.
+   * @param {import('../../../../../admin/types.ts').Overview['census']['state']} state
+   */
+  function drawCensus(state) {
+    byId('census-status', HTMLElement).textContent = censusStatus(state);
+    const button = byId('census-start', HTMLButtonElement);
+    button.disabled = state === 'running';
+    button.textContent = state === 'running' ? 'Counting…' : 'Count now';
+    clearTimeout(censusPoll);
+    censusPoll = undefined;
+    if (state === 'running') censusPoll = setTimeout(() => void pollCensus(), CENSUS_POLL_MS);
+  }
+
+  const pollCensus = guarded(async () => {
+    /** @type {import('../../../../../admin/types.ts').CensusJob} */
+    const job = await api('GET', '/jobs/census');
+    if (job.state === 'running') drawCensus(job.state);
+    else await loadOverview();
   });
+
+  const loadOverview = guarded(async () => {
+    /** @type {import('../../../../../admin/types.ts').Overview} */
+    const overview = await api('GET', '/overview');
+    byId('overview', HTMLElement).replaceChildren(...overviewGroups(overview, Date.now()));
+    drawCensus(overview.census.state);
+  });
+
+  /** Starts a census (read-only: no confirmation); the overview shows its figures once done. */
+  async function startCensus() {
+    try {
+      /** @type {import('../../../../../admin/types.ts').CensusJob} */
+      const job = await api('POST', '/jobs/census');
+      drawCensus(job.state);
+      say('Count started: the overview shows its figures once done.', 'done');
+    } catch (error) {
+      showError(error);
+    }
+  }
 
   const loadConnections = guarded(async () => {
     if (search === null) return;
@@ -227,6 +271,7 @@ export function createPanels(ctx) {
     loadDeadLetters,
     loadReencrypt,
     startReencrypt,
+    startCensus,
     endLicenceSessions,
     /** Runs a search; it stays the table's until the next (actions refresh it). */
     search(/** @type {Search} */ next) {
@@ -236,7 +281,10 @@ export function createPanels(ctx) {
     /** Forgets every answer shown (on signing out). */
     clear() {
       search = null;
+      clearTimeout(censusPoll);
+      censusPoll = undefined;
       byId('overview', HTMLElement).replaceChildren();
+      byId('census-status', HTMLElement).textContent = '';
       byId('reencrypt', HTMLElement).replaceChildren();
       body('connections')?.replaceChildren();
       body('dead-letters')?.replaceChildren();

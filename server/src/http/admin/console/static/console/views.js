@@ -8,6 +8,7 @@ import { el, time } from './dom.js';
  * @typedef {import('../../../../../admin/types.ts').ConnectionView} ConnectionView
  * @typedef {import('../../../../../admin/types.ts').DeadLetterView} DeadLetterView
  * @typedef {import('../../../../../admin/types.ts').ReencryptJob} ReencryptJob
+ * @typedef {Overview['census']['state']} CensusState
  * @typedef {[term: string, value: string | Node, field: string]} Fact
  */
 
@@ -19,8 +20,31 @@ export function facts(/** @type {Fact[]} */ list) {
   ]);
 }
 
-/** A count, as shown (typed: a count that may be null must say what null means). */
-const count = (/** @type {number} */ n) => String(n);
+/**
+ * A count, as shown, its thousands grouped (typed: a count that may be null must say what null
+ * means).
+ */
+const count = (/** @type {number} */ n) => n.toLocaleString('en-US');
+
+/**
+ * When a figure was counted: `counted 06:12 UTC` today, else with its day; its ISO form kept in
+ * `datetime`.
+ * @param {string} iso @param {number} now
+ */
+function countedAt(iso, now) {
+  const at = new Date(iso);
+  if (Number.isNaN(at.getTime())) return el('span', { text: `counted ${iso}` });
+  const stamp = at.toISOString();
+  const day = stamp.slice(0, 10) === new Date(now).toISOString().slice(0, 10);
+  const text = `${day ? '' : `${stamp.slice(0, 10)} `}${stamp.slice(11, 16)} UTC`;
+  return el('span', {}, ['counted ', el('time', { text, attrs: { datetime: iso } })]);
+}
+
+/** Sessions as the overview counted them: `1,234 (counted 06:12 UTC)`, or why there is no figure. */
+function sessionsValue(/** @type {Overview} */ o, /** @type {number} */ now) {
+  if (o.sessions === null || o.census.takenAt === null) return 'not counted yet';
+  return el('span', {}, [`${count(o.sessions)} (`, countedAt(o.census.takenAt, now), ')']);
+}
 
 /** A group of facts under a heading. */
 function group(/** @type {string} */ title, /** @type {Fact[]} */ list) {
@@ -33,8 +57,11 @@ const counted = (counts, term, prefix) =>
     ([key, n]) => /** @type {Fact} */ ([term(key), count(n), `${prefix}.${key}`]),
   );
 
-/** The overview's groups: build, Redis, sessions and connections, refreshes, events. */
-export function overviewGroups(/** @type {Overview} */ o) {
+/**
+ * The overview's groups: build, Redis, sessions and connections, refreshes, events.
+ * @param {Overview} o @param {number} now the time it is (for the day a count was taken on)
+ */
+export function overviewGroups(o, now) {
   const masters = o.redis.masters.map((master, index) => {
     const health = master.up
       ? el('span', {
@@ -53,7 +80,7 @@ export function overviewGroups(/** @type {Overview} */ o) {
     ]),
     group('Redis', [['Topology', o.redis.topology, 'redis.topology'], ...masters]),
     group('Sessions and connections', [
-      ['Sessions', o.sessions === null ? 'not counted' : count(o.sessions), 'sessions'],
+      ['Sessions', sessionsValue(o, now), 'sessions'],
       ['Connected', count(byStatus.connected), 'connections.connected'],
       ['Disconnected', count(byStatus.disconnected), 'connections.disconnected'],
       ['Active key', activeKeyId, 'connections.activeKeyId'],
@@ -94,6 +121,14 @@ export function reencryptFacts(/** @type {ReencryptJob} */ job) {
     ],
     ['Error', job.error ?? 'none', 'reencrypt.error'],
   ]);
+}
+
+/** What the census status line says of the census's state (the figures say when they were taken). */
+export function censusStatus(/** @type {CensusState} */ state) {
+  if (state === 'running') return 'Counting sessions and records…';
+  if (state === 'paused') return 'The last count was paused: Count now resumes it.';
+  if (state === 'failed') return 'The last count failed: Count now tries again.';
+  return '';
 }
 
 /** What the job's button says: none while it runs. */
