@@ -30,13 +30,16 @@ import {
 /** Every file that writes the version down, with the text around it that says where. */
 async function versionPlaces(root: string): Promise<{ file: string; before: RegExp }[]> {
   const workspace = await readFile(join(root, 'pnpm-workspace.yaml'), 'utf8');
-  const folders = [...workspace.matchAll(/^ {2}- (\S+)$/gm)].map((found) => found[1] ?? '');
+  // The `packages:` list only: other top-level lists (ignoredOptionalDependencies) name packages.
+  const packages = /^packages:\n((?: {2}- .*\n?)*)/m.exec(workspace)?.[1] ?? '';
+  const folders = [...packages.matchAll(/^ {2}- (\S+)$/gm)].map((found) => found[1] ?? '');
   return [
     ...['.', ...folders].map((folder) => ({
       file: join(folder, 'package.json'),
       before: /^ {2}"version": "/m,
     })),
     { file: 'docs/openapi.json', before: /^ {4}"version": "/m },
+    { file: 'docs/admin-openapi.json', before: /^ {4}"version": "/m },
     {
       file: 'deploy/kubernetes/base/kustomization.yaml',
       before: /^ {6}app\.kubernetes\.io\/version: /m,

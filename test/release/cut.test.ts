@@ -25,7 +25,11 @@ async function workspaceAt(version: string, changelog = CHANGELOG): Promise<void
     'package.json',
     `${JSON.stringify({ name: 'baton', version, repository: { type: 'git', url: `git+${REPOSITORY}.git` } }, null, 2)}\n`,
   );
-  await put('pnpm-workspace.yaml', 'packages:\n  - server\n  - test/sandbox\n\npmOnFail: ignore\n');
+  // Another list of names after `packages:` (the real file has one): not workspace folders.
+  await put(
+    'pnpm-workspace.yaml',
+    "packages:\n  - server\n  - test/sandbox\n\npmOnFail: ignore\nignoredOptionalDependencies:\n  - '@appthreat/atom'\n",
+  );
   for (const folder of ['server', 'test/sandbox'])
     await put(
       `${folder}/package.json`,
@@ -34,6 +38,10 @@ async function workspaceAt(version: string, changelog = CHANGELOG): Promise<void
   await put(
     'docs/openapi.json',
     `${JSON.stringify({ openapi: '3.1.1', info: { title: 'Baton broker', version }, paths: {} }, null, 2)}\n`,
+  );
+  await put(
+    'docs/admin-openapi.json',
+    `${JSON.stringify({ openapi: '3.1.1', info: { title: 'Baton admin API', version }, paths: {} }, null, 2)}\n`,
   );
   await put(
     'deploy/kubernetes/base/kustomization.yaml',
@@ -51,6 +59,7 @@ async function versionsNow(): Promise<string[]> {
     await json('server/package.json', (m: { version: string }) => m.version),
     await json('test/sandbox/package.json', (m: { version: string }) => m.version),
     await json('docs/openapi.json', (m: { info: { version: string } }) => m.info.version),
+    await json('docs/admin-openapi.json', (m: { info: { version: string } }) => m.info.version),
     /app\.kubernetes\.io\/version: (\S+)/.exec(kustomization)?.[1] ?? 'none',
     /newTag: (\S+)/.exec(kustomization)?.[1] ?? 'none',
   ];
@@ -69,7 +78,7 @@ describe('pnpm release:cut', () => {
     const before = parseChangelog(CHANGELOG);
     await cut(root, '1.1.0', '2026-12-01');
 
-    expect(await versionsNow()).toEqual(Array(6).fill('1.1.0'));
+    expect(await versionsNow()).toEqual(Array(7).fill('1.1.0'));
     const after = parseChangelog(await read('CHANGELOG.md'));
     expect(after.preamble).toBe(before.preamble);
     expect(after.sections.map((s) => [s.name, s.date])).toEqual([
@@ -95,14 +104,14 @@ describe('pnpm release:cut', () => {
     const released = await read('CHANGELOG.md');
     const opened = await openNext(root);
     expect(opened.version).toBe('1.2.0-dev');
-    expect(await versionsNow()).toEqual(Array(6).fill('1.2.0-dev'));
+    expect(await versionsNow()).toEqual(Array(7).fill('1.2.0-dev'));
     expect(await read('CHANGELOG.md')).toBe(released);
   });
 
   it('may release a major version instead, when the changes need one', async () => {
     await workspaceAt('1.1.0-dev');
     await cut(root, '2.0.0', '2026-12-01');
-    expect(await versionsNow()).toEqual(Array(6).fill('2.0.0'));
+    expect(await versionsNow()).toEqual(Array(7).fill('2.0.0'));
   });
 
   it.each([
@@ -112,7 +121,7 @@ describe('pnpm release:cut', () => {
   ])('refuses %s, changing nothing', async (version, problem) => {
     await workspaceAt('1.1.0-dev');
     await expect(cut(root, version, '2026-12-01')).rejects.toThrow(problem);
-    expect(await versionsNow()).toEqual(Array(6).fill('1.1.0-dev'));
+    expect(await versionsNow()).toEqual(Array(7).fill('1.1.0-dev'));
     expect(await read('CHANGELOG.md')).toBe(CHANGELOG);
   });
 
