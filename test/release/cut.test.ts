@@ -5,12 +5,39 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseChangelog } from '../../scripts/changelog.ts';
 import { cut, openNext } from '../../scripts/release-cut.ts';
 
+const REPOSITORY = 'https://git.example.com/baton/baton';
+
 /**
  * `pnpm release:cut X.Y.Z` and `pnpm release:next` (scripts/release-cut.ts), on a workspace made
- * here with every file that writes the version down, and this repository's CHANGELOG.md.
+ * here with every file that writes the version down, and a changelog in this repository's form
+ * whose latest release is 1.0.0 (the repository's own moves on with every release).
  */
-const CHANGELOG = await readFile(new URL('../../CHANGELOG.md', import.meta.url), 'utf8');
-const REPOSITORY = 'https://git.example.com/baton/baton';
+const CHANGELOG = `# Changelog
+
+Every notable change to Baton. The format follows
+[Keep a Changelog](https://keepachangelog.com/en/1.1.0/).
+
+## [Unreleased]
+
+### Added
+
+- The admin API.
+
+### Changed
+
+- The data format.
+
+## [1.0.0] - 2026-11-28
+
+The first release.
+
+### Added
+
+- The broker.
+
+[Unreleased]: ${REPOSITORY}/compare/v1.0.0...HEAD
+[1.0.0]: ${REPOSITORY}/releases/tag/v1.0.0
+`;
 
 let root: string;
 
