@@ -103,8 +103,13 @@ export function createSentinelClient(
   return createSentinel({
     name: topology.masterName,
     sentinelRootNodes: topology.sentinels,
-    // One connection to the master: a WAIT sent after a write covers that write.
+    // One connection to the master: a WAIT sent after a write covers that write. Reserved for the
+    // client's life: leased per command instead, two commands that both find no lease held each
+    // ask the pool of one for it, and the second waits until no command is in flight at all,
+    // which under steady writes (WAITs back to back while a replica is down) outlasted the
+    // one-second bound on a read.
     masterPoolSize: 1,
+    reserveClient: true,
     nodeClientOptions: { ...FAIL_FAST, ...credentials(topology) },
     ...(topology.sentinelPassword === undefined
       ? {}
