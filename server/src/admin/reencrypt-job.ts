@@ -7,7 +7,8 @@ import type { Store } from '../store/types.ts';
 import { createKeyWalkJob } from './key-walk-job.ts';
 import type { ReencryptJob } from './types.ts';
 
-const idle = (activeKeyId: string): ReencryptJob => ({
+/** The job before it ever ran: also what the admin API's unit tests answer with. */
+export const idleReencryptJob = (activeKeyId: string): ReencryptJob => ({
   state: 'idle',
   activeKeyId,
   startedAt: null,
@@ -67,7 +68,7 @@ export function createReencryptJob(deps: {
     ...deps,
     name: 'reencrypt',
     pattern: sessionKeyPatterns.connection,
-    idle: () => idle(keyring.activeKid),
+    idle: () => idleReencryptJob(keyring.activeKid),
     outdated: (current) => current.activeKeyId !== keyring.activeKid,
     visit: reseal,
   });

@@ -2,6 +2,7 @@
  * A fake of the operators' use cases for the admin API's unit tests: canned answers, every call
  * recorded with its arguments. Only tests import it.
  */
+import { idleReencryptJob } from '../../admin/reencrypt-job.ts';
 import type {
   ActionResult,
   Actor,
@@ -61,18 +62,7 @@ export const DEAD_LETTER: DeadLetterView = {
   lastOutcome: 'status 500',
 };
 
-export const JOB: ReencryptJob = {
-  state: 'idle',
-  activeKeyId: 'k1',
-  startedAt: null,
-  finishedAt: null,
-  startedBy: null,
-  seen: 0,
-  resealed: 0,
-  alreadyCurrent: 0,
-  missingKey: {},
-  error: null,
-};
+export const JOB: ReencryptJob = idleReencryptJob('k1');
 
 export const CENSUS: CensusJob = {
   state: 'done',
