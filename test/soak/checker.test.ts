@@ -646,6 +646,107 @@ describe('the checker', () => {
       );
       expect(verdict(history).recoveries[0]).toMatchObject({ outageMs: 3000, failoverMs: 2700 });
     });
+
+    it('counts the calls through the other instances that fail while a broker is down, for a lease', () => {
+      const history = clean();
+      history.phases.usersTo = 100_000;
+      history.faults.push({
+        seq: 0,
+        kind: 'broker-kill',
+        target: 'broker 0',
+        instance: 0,
+        start: 20_000,
+        healStart: 22_000,
+        healed: 23_000,
+      });
+      const failing = (start: number, instance: number) =>
+        call({
+          start,
+          end: start + 10,
+          instance,
+          status: 503,
+          error: 'upstream_unavailable',
+          retryAfter: '5',
+        });
+      // Through instance 1 during the kill, and within a lease of it (a lock it held); then later.
+      history.calls.push(failing(21_000, 1), failing(26_000, 2), failing(40_000, 1));
+      expect(verdict(history).recoveries[0]).toMatchObject({ recoveryMs: 0, othersFailed: 2 });
+    });
+
+    it('leaves to Redis the failures through other instances while it comes back, not to a broker killed meanwhile', () => {
+      const history = clean();
+      history.phases.usersTo = 100_000;
+      history.faults.push(
+        {
+          seq: 0,
+          kind: 'broker-kill',
+          target: 'broker 0',
+          instance: 0,
+          start: 20_000,
+          healStart: 28_000,
+          healed: 29_000,
+        },
+        {
+          seq: 1,
+          kind: 'redis-kill-master',
+          target: 'master',
+          start: 20_001,
+          healStart: 22_000,
+          healed: 22_200,
+        },
+      );
+      // Through instance 1 as the brokers reconnect to the restarted Redis.
+      history.calls.push(
+        call({
+          start: 22_500,
+          end: 22_510,
+          instance: 1,
+          status: 503,
+          error: 'upstream_unavailable',
+          retryAfter: '5',
+        }),
+      );
+      const [kill, redis] = verdict(history).recoveries;
+      expect(kill).toMatchObject({ othersFailed: 0 });
+      expect(redis).toMatchObject({ recoveryMs: 510 });
+    });
+
+    it('leaves to the provider the back-off it still runs after its heal, not to a broker restarted meanwhile', () => {
+      const history = clean();
+      history.phases.usersTo = 100_000;
+      history.faults.push(
+        {
+          seq: 0,
+          kind: 'provider-token-503',
+          target: 'provider',
+          start: 20_000,
+          healStart: 25_000,
+          healed: 25_000,
+        },
+        {
+          seq: 1,
+          kind: 'broker-kill',
+          target: 'broker 0',
+          instance: 0,
+          start: 21_000,
+          healStart: 23_000,
+          healed: 24_000,
+        },
+      );
+      // Through the restarted instance, as the refresh's back-off runs out.
+      history.calls.push(
+        call({
+          start: 26_000,
+          end: 26_010,
+          status: 503,
+          error: 'upstream_unavailable',
+          retryAfter: '1',
+        }),
+      );
+      const [provider, kill] = verdict(history).recoveries;
+      expect(provider).toMatchObject({ recoveryMs: 1010 });
+      expect(kill).toMatchObject({ recoveryMs: 0 });
+    });
   });
 
   describe('C6, nothing unbounded', () => {

@@ -1,12 +1,16 @@
 /**
  * C5: after each heal, calls succeed again within a bound. A call failed when it got no answer
- * from an instance that was up, or a 5xx; a fault's recovery is how long after its heal began
- * such failures went on (a failure while another fault was active at any time between the call's
- * start and its end, or once the next one began, is that one's: a call in flight when a broker
- * was paused under it answers when it wakes). Also, for the
- * faults of one broker, the calls through the other instances that failed meanwhile, and for a
- * failover, how long calls failed from the fault on (the failures no other fault had a hand in),
- * against the failover's own time plus 3 s.
+ * from an instance that was up, or a 5xx. A broker's fault touches the calls through that broker;
+ * any other fault, every call. A fault's recovery is how long after its heal began the calls it
+ * touches went on failing, leaving out a failure while another fault that touches the call was
+ * active at any time between the call's start and its end, or once the next such fault began
+ * (that one's: a call in flight when a broker was paused under it answers when it wakes).
+ *
+ * Also, for the faults of one broker, the calls through the other instances that failed from the
+ * fault on until its heal or one refresh lease later (a lock it held lives that long), with no
+ * other fault that touches them active nor still recovering (a Redis restart's reconnects, the
+ * provider's back-off); and for a failover, how long calls failed from the fault on (the failures
+ * no other fault had a hand in), against the failover's own time plus 3 s.
  */
 import type { CallRecord, FaultRecord } from '../history.ts';
 import { percentile, type Analysis, type Violation } from './analysis.ts';
@@ -19,7 +23,7 @@ export interface Recovery {
   kind: string;
   /** ms from the heal's start to the end of the last failed call it is to blame for. */
   recoveryMs: number;
-  /** Broker faults: failed calls through the other instances while it lasted. */
+  /** Broker faults: failed calls through the other instances (see above). */
   othersFailed?: number;
   /** Failovers: ms from the fault to the end of its last failed call, and the failover's own time. */
   outageMs?: number;
@@ -51,49 +55,79 @@ export function checkRecovery(
   const violations: Violation[] = [];
   const recoveries: Recovery[] = [];
   const calls = [...history.calls].sort((a, b) => a.start - b.start);
-  /** Whether a fault other than `fault` was active at any time while `call` was in flight. */
-  const others = (fault: FaultRecord, call: CallRecord) =>
+  const touches = (fault: FaultRecord, call: CallRecord) =>
+    fault.instance === undefined || fault.instance === call.instance;
+  /**
+   * Whether a fault other than `fault` was active at any time while `call` was in flight, and
+   * until `tailMs(other)` after its heal.
+   */
+  const others = (fault: FaultRecord, call: CallRecord, tailMs = (_: FaultRecord) => 0) =>
     history.faults.some(
       (other) =>
         other.seq !== fault.seq &&
+        touches(other, call) &&
         other.start <= call.end &&
-        (other.healed ?? Infinity) >= call.start,
+        (other.healed ?? Infinity) + tailMs(other) >= call.start,
     );
 
-  for (const fault of history.faults) {
-    if (fault.healStart === undefined) continue;
-    const from = fault.healStart;
-    // Failures once the next fault has begun are that one's to answer for.
-    const next = Math.min(
-      ...history.faults.filter((other) => other.start > from).map((other) => other.start),
-    );
-    const until = Math.min(from + LOOK_MS, history.phases.usersTo, next);
+  /** ms after `fault`'s heal began that the calls it touches went on failing. */
+  const recoveryOf = (fault: FaultRecord, tailMs: (other: FaultRecord) => number): number => {
+    const from = fault.healStart!;
+    // Failures once the next fault that could touch them has begun are that one's to answer for.
+    const later = history.faults.filter((other) => other.start > from);
+    const nextFor = new Map<number, number>();
+    const next = (call: CallRecord) => {
+      if (!nextFor.has(call.instance))
+        nextFor.set(
+          call.instance,
+          Math.min(...later.filter((other) => touches(other, call)).map((other) => other.start)),
+        );
+      return nextFor.get(call.instance)!;
+    };
+    const until = Math.min(from + LOOK_MS, history.phases.usersTo);
     let last = from;
     for (const call of calls) {
       if (call.start < from) continue;
       if (call.start > until) break;
-      if (failed(analysis, call) && !others(fault, call)) last = Math.max(last, call.end);
+      if (!touches(fault, call) || call.start > next(call)) continue;
+      if (failed(analysis, call) && !others(fault, call, tailMs)) last = Math.max(last, call.end);
     }
+    return Math.round(last - from);
+  };
+
+  // Redis's and the provider's faults first; then the brokers', which leave out what those were
+  // still recovering from (a broker restarted while the provider's back-off runs out, say).
+  const healed = history.faults.filter((fault) => fault.healStart !== undefined);
+  const isBroker = (fault: FaultRecord) => fault.kind.startsWith('broker-');
+  const recovered = new Map<number, number>();
+  const tailMs = (other: FaultRecord) => (isBroker(other) ? 0 : (recovered.get(other.seq) ?? 0));
+  for (const fault of healed.filter((fault) => !isBroker(fault)))
+    recovered.set(
+      fault.seq,
+      recoveryOf(fault, () => 0),
+    );
+  for (const fault of healed.filter(isBroker)) recovered.set(fault.seq, recoveryOf(fault, tailMs));
+
+  for (const fault of healed) {
     const recovery: Recovery = {
       seq: fault.seq,
       kind: fault.kind,
-      recoveryMs: Math.round(last - from),
+      recoveryMs: recovered.get(fault.seq)!,
     };
-    if (fault.instance !== undefined && fault.kind.startsWith('broker-')) {
+    if (fault.instance !== undefined && isBroker(fault))
       recovery.othersFailed = calls.filter(
         (call) =>
           call.instance !== fault.instance &&
           call.start >= fault.start &&
-          call.start <= (fault.healed ?? from) &&
+          call.start <= Math.max(fault.healed ?? fault.healStart!, fault.start + history.leaseMs) &&
           failed(analysis, call) &&
-          !others(fault, call),
+          !others(fault, call, tailMs),
       ).length;
-    }
     if (fault.failoverMs !== undefined) {
       let outage = fault.start;
       for (const call of calls) {
         if (call.start < fault.start) continue;
-        if (call.start > from) break;
+        if (call.start > fault.healStart!) break;
         if (failed(analysis, call) && !others(fault, call)) outage = Math.max(outage, call.end);
       }
       recovery.outageMs = Math.round(outage - fault.start);
@@ -105,7 +139,7 @@ export function checkRecovery(
         invariant: 'C5',
         what: 'calls did not recover in time',
         detail: `fault ${fault.seq} ${fault.kind} on ${fault.target}: calls failed until ${recovery.recoveryMs} ms after its heal (bound ${boundMs} ms)`,
-        at: from,
+        at: fault.healStart!,
       });
   }
 
