@@ -335,6 +335,41 @@ describe('the checker', () => {
       expect(result.violations).toEqual([]);
       expect(result.explained[0]?.window).toMatch(/paused past its lease/);
     });
+
+    it("accepts a late holder's reconnection that only its broker's line shows (nothing rotated after)", () => {
+      const history = clean();
+      history.pauses.push({ instance: 0, pid: 100, from: 2020, to: 12_000 });
+      history.tokens.push(
+        token(3, {
+          presented: 'rt1',
+          pid: 101,
+          start: 9000,
+          outcome: 'rejected',
+          status: 400,
+          description: 'The refresh token was already used.',
+        }),
+      );
+      history.deliveries.splice(
+        1,
+        0,
+        delivery('msg_disconnected', 'connection.disconnected', 9100, {
+          reason: 'refresh_rejected',
+        }),
+        delivery('msg_reconnected', 'connection.reconnected', 12_100),
+      );
+      expect(broken(history)).toContain('C4 an event reporting no change');
+      history.logs.push({
+        instance: 0,
+        pid: 100,
+        line: JSON.stringify({
+          level: 30,
+          time: history.epoch + 12_050,
+          connection: 'c1',
+          msg: 'refresh finished after its lease, and another holder had presented the refresh token it used up: stored the newest pair over that disconnection',
+        }),
+      });
+      expect(broken(history)).toEqual([]);
+    });
   });
 
   describe('C2, nothing lost', () => {
@@ -746,6 +781,63 @@ describe('the checker', () => {
       const [provider, kill] = verdict(history).recoveries;
       expect(provider).toMatchObject({ recoveryMs: 1010 });
       expect(kill).toMatchObject({ recoveryMs: 0 });
+    });
+  });
+
+  describe('a sign-out a failover undid', () => {
+    /** Sentinel: the sign-out answered 204, its session.ended never came, its keys stayed. */
+    const undone = () => {
+      const history = clean();
+      history.topology = 'sentinel';
+      history.deliveries = history.deliveries.filter((d) => d.type !== 'session.ended');
+      history.redis!.sessionKeys['baton:{sid}:session'] = 1;
+      history.redis!.leftBehind!.push('session u0.0 baton:{sid}:session, TTL 2590394 s');
+      return history;
+    };
+    const unacknowledged = {
+      instance: 1,
+      pid: 101,
+      line: JSON.stringify({
+        level: 40,
+        time: 30_005,
+        acknowledged: 0,
+        wanted: 1,
+        msg: 'a write was not acknowledged by enough Redis replicas in time: a failover now could lose it',
+      }),
+    };
+    const failover = {
+      seq: 0,
+      kind: 'redis-pause',
+      target: 'master',
+      start: 29_000,
+      healStart: 33_000,
+      healed: 40_000,
+    };
+
+    it('names it when its broker logged an unacknowledged write and Redis failed over', () => {
+      const history = undone();
+      history.logs.push(unacknowledged);
+      history.faults.push(failover);
+      const result = verdict(history);
+      expect(result.violations).toEqual([]);
+      expect(result.explained.map((e) => `${e.invariant} ${e.window}`)).toEqual([
+        expect.stringMatching(/^C4 a failover lost a write no replica had acknowledged/),
+      ]);
+    });
+
+    it('catches it otherwise: no such line, no fault of Redis, or a standalone Redis', () => {
+      const expected = ['C4 a change without its event', 'C6 a session key left after sign-out'];
+      const noLine = undone();
+      noLine.faults.push(failover);
+      expect(broken(noLine)).toEqual(expected);
+      const noFault = undone();
+      noFault.logs.push(unacknowledged);
+      expect(broken(noFault)).toEqual(expected);
+      const standalone = undone();
+      standalone.topology = 'standalone';
+      standalone.logs.push(unacknowledged);
+      standalone.faults.push(failover);
+      expect(broken(standalone)).toEqual(expected);
     });
   });
 

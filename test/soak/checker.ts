@@ -17,6 +17,7 @@ import { checkBounds } from './check/bounds.ts';
 import { checkEvents } from './check/events.ts';
 import { checkRecovery, type Recovery, type RecoveryByKind } from './check/recovery.ts';
 import { checkLoss, checkRotation } from './check/rotation.ts';
+import { undoneSignOuts } from './check/sign-outs.ts';
 import type { History } from './history.ts';
 
 export type { Explained, Invariant, Violation } from './check/analysis.ts';
@@ -40,6 +41,8 @@ export function check(history: History, options: CheckOptions): Verdict {
   const rotation = checkRotation(analysis);
   const loss = checkLoss(analysis);
   const recovery = checkRecovery(analysis, options.recoveryBoundMs);
+  const undone = undoneSignOuts(analysis);
+  const undoneSessions = new Set(undone.keys());
   const violations = [
     ...(history.aborted
       ? [{ invariant: 'C5' as const, what: 'the run stopped early', detail: history.aborted }]
@@ -52,9 +55,9 @@ export function check(history: History, options: CheckOptions): Verdict {
     ...rotation.violations,
     ...loss.violations,
     ...checkAnswers(analysis),
-    ...checkEvents(analysis),
+    ...checkEvents(analysis, undoneSessions),
     ...recovery.violations,
-    ...checkBounds(history.redis),
+    ...checkBounds(history.redis, undoneSessions),
   ];
   const byInvariant = Object.fromEntries(
     INVARIANTS.map((invariant) => [
@@ -64,7 +67,7 @@ export function check(history: History, options: CheckOptions): Verdict {
   ) as Record<Invariant, number>;
   return {
     violations,
-    explained: [...rotation.explained, ...loss.explained],
+    explained: [...rotation.explained, ...loss.explained, ...undone.values()],
     byInvariant,
     recoveries: recovery.recoveries,
     recoveryByKind: recovery.byKind,

@@ -59,7 +59,10 @@ export interface Chain {
   revokedAt: number | undefined;
   /** The request whose refusal ended it ("already used"), if one did and nothing rotated after. */
   deadBy: TokenRequest | undefined;
-  /** Rotations after a refusal of a used token: a late holder stored its newer pair (a5afb79). */
+  /**
+   * A late holder stored its newer pair after a refusal of a used token (a5afb79): the grant
+   * rotated after it, or its broker logged the store.
+   */
   resurrections: number;
   /** Its sign-in was answered (201); false: its POST /session had no answer, it may not be stored. */
   answered: boolean;
@@ -94,6 +97,7 @@ export interface Analysis {
 }
 
 const USED = /already used/i;
+const LATE_STORE = /stored the newest pair over that disconnection/;
 
 export function analyse(history: History): Analysis {
   const chains = new Map<string, Chain>();
@@ -197,6 +201,20 @@ export function analyse(history: History): Analysis {
     ...entry,
     at: lineTime(entry.line, epoch),
   }));
+
+  // A late holder that stores its pair over the disconnection says so (rotated.ts): the grant
+  // lives on even when nothing rotated after (its user authorized again first, say).
+  const lateStores = lines.filter((entry) => LATE_STORE.test(entry.line));
+  for (const chain of chains.values()) {
+    const dead = chain.deadBy;
+    const owner = connectionOf.get(chain.code);
+    if (dead === undefined || owner === undefined) continue;
+    const about = `"connection":"${owner.connection}"`;
+    if (lateStores.some((entry) => entry.line.includes(about) && (entry.at ?? 0) >= dead.start)) {
+      chain.resurrections++;
+      chain.deadBy = undefined;
+    }
+  }
 
   return {
     history,

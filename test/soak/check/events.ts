@@ -4,7 +4,8 @@
  * shows: a POST /session answered 201 (created, or reconnected when the id was already the
  * session's), a DELETE answered 204 (removed, session ended), a grant's refusal at the provider
  * (disconnected), and a late holder storing its newer pair over the disconnection its
- * successor's reuse caused (the tap shows the grant rotating again: reconnected, a5afb79).
+ * successor's reuse caused (the tap shows the grant rotating again, or its broker logs the store:
+ * reconnected, a5afb79).
  */
 import type { Delivery } from '../event-log.ts';
 import type { History } from '../history.ts';
@@ -26,7 +27,11 @@ interface Counts {
   removed: number;
 }
 
-export function checkEvents(analysis: Analysis): Violation[] {
+/** `undone`: sessions whose sign-out a failover may have undone (sign-outs.ts): no session.ended due. */
+export function checkEvents(
+  analysis: Analysis,
+  undone: ReadonlySet<string> = new Set(),
+): Violation[] {
   const { history } = analysis;
   const violations: Violation[] = [];
   const broke = (what: string, detail: string, at?: number) =>
@@ -130,7 +135,7 @@ export function checkEvents(analysis: Analysis): Violation[] {
     [...sessionOf].map(([id, ref]) => [id, sessions.get(ref)?.label ?? ''] as const),
   );
   checkConnections(analysis, counts, labelOf, broke);
-  checkSessions(history, ended, broke);
+  checkSessions(history, ended, undone, broke);
   checkFinalStates(history, finalBeforeEnd, broke);
   return violations;
 }
@@ -211,6 +216,7 @@ function checkConnections(
 function checkSessions(
   history: History,
   ended: Map<string, number>,
+  undone: ReadonlySet<string>,
   broke: (what: string, detail: string, at?: number) => void,
 ): void {
   for (const session of history.sessions) {
@@ -220,7 +226,7 @@ function checkSessions(
     const count = ended.get(session.ref) ?? 0;
     if (count > 1)
       broke('an event out of order or twice', `session ${session.label}: ${count} session.ended`);
-    if (done && count === 0)
+    if (done && count === 0 && !undone.has(session.label))
       broke(
         'a change without its event',
         `session ${session.label}: signed out (204), and no session.ended came`,

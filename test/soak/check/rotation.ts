@@ -18,7 +18,7 @@ const LOST = /"failure":"lost"/;
  */
 const AOF_POSTPONED_MS = 2000;
 
-const UNREPLICATED = /not acknowledged by enough Redis replicas|the store had lost writes/;
+export const UNREPLICATED = /not acknowledged by enough Redis replicas|the store had lost writes/;
 
 /**
  * Why `second`, a presentation of a refresh token the provider had already rotated at `first`,
