@@ -14,7 +14,7 @@ import { useWorld } from '../support/world.ts';
 const MAX = 1024 * 1024;
 let hostile: Server;
 let origin = '';
-const sockets = { cut: 0 };
+const sockets = { cut: 0, closed: 0 };
 
 beforeAll(async () => {
   hostile = createServer((req, res) => {
@@ -47,6 +47,16 @@ beforeAll(async () => {
       return;
     }
     if (path.endsWith('/silent')) return; // never answers
+    if (path.endsWith('/closes-once') || path.endsWith('/closes')) {
+      // Closes the connection on the call, as a server whose keep-alive timeout just ran out.
+      if (path.endsWith('/closes') || sockets.closed === 0) {
+        sockets.closed++;
+        req.socket.destroy();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"again":true}');
+      return;
+    }
     const target = new URL(world.sandbox.url);
     const upstream = request(
       { host: target.hostname, port: target.port, method: req.method, path, headers: req.headers },
@@ -122,6 +132,32 @@ describe('a license API that answers too much or too slowly', () => {
     const answer = await get(session, 'silent');
     expect(answer.status).toBe(503);
     expect(answer.headers.get(BROKER_ERROR_HEADER)).toBe('upstream_unavailable');
+  });
+
+  it('a GET whose connection the API closed under it is sent once more, on a fresh one', async () => {
+    const session = await hostileConnection();
+    sockets.closed = 0;
+    const answer = await get(session, 'closes-once');
+    expect(answer.status).toBe(200);
+    expect(await answer.json()).toEqual({ again: true });
+    expect(sockets.closed).toBe(1);
+  });
+
+  it('a POST is never sent twice: 503 upstream_unavailable when its connection closes under it', async () => {
+    const session = await hostileConnection();
+    sockets.closed = 0;
+    const answer = await fetch(new URL(routes.proxy(session.id, 'closes'), world.broker.url), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${session.token}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(answer.status).toBe(503);
+    expect(answer.headers.get(BROKER_ERROR_HEADER)).toBe('upstream_unavailable');
+    expect(sockets.closed).toBe(1);
+    // A GET is sent twice at most.
+    sockets.closed = 0;
+    expect((await get(session, 'closes')).status).toBe(503);
+    expect(sockets.closed).toBe(2);
   });
 
   it('the token endpoint under api_url is no API path: refused, and never reached', async () => {

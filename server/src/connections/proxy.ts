@@ -20,6 +20,17 @@ export const FORWARDED_REQUEST_HEADERS = [
   'if-unmodified-since',
 ] as const;
 
+/**
+ * A kept-alive connection the license API closed as the call went out on it (it had been idle up
+ * to the API's keep-alive timeout): nothing of an answer came. A method without a body that
+ * changes nothing is sent again once, on a fresh connection (RFC 9110, 9.2.2), not answered 503.
+ */
+const RESENT = new Set(['GET', 'HEAD']);
+const closedUnder = (error: unknown): boolean => {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET';
+};
+
 const isRedirect = (status: number): boolean => status >= 300 && status < 400;
 /** What a second call passes on: anything but a redirect. */
 const relayed = (status: number): boolean => !isRedirect(status);
@@ -124,14 +135,17 @@ export function createProxy(deps: ProxyDeps) {
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
     };
-    try {
-      return await exchange(deps.dispatcher, options, res, relay, cut, bounds);
-    } catch (cause) {
-      if (!(cause instanceof UpstreamError)) throw cause;
-      throw new BrokerError('upstream_unavailable', 'The license API did not answer.', {
-        retryAfter: 5,
-        cause: cause.cause,
-      });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await exchange(deps.dispatcher, options, res, relay, cut, bounds);
+      } catch (cause) {
+        if (!(cause instanceof UpstreamError)) throw cause;
+        if (attempt === 1 && RESENT.has(options.method) && closedUnder(cause.cause)) continue;
+        throw new BrokerError('upstream_unavailable', 'The license API did not answer.', {
+          retryAfter: 5,
+          cause: cause.cause,
+        });
+      }
     }
   }
   const cut = (error: Error): void => {
