@@ -3,7 +3,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { Agent } from 'undici';
-import { afterEach, describe, expect, it } from 'vitest';
+import type { Store as RateLimitStore } from 'express-rate-limit';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { composeServices } from '../compose.ts';
 import { createApp } from './app.ts';
 import { loadConfig } from '../config/config.ts';
@@ -105,5 +106,45 @@ describe('GET /metrics on the public port', () => {
     const answer = await scrape({ METRICS_PORT: '9464' });
     expect(answer.status).toBe(404);
     expect(await answer.json()).toEqual({ error: 'not_found', message: 'No such route.' });
+  });
+});
+
+describe('a rate limiter whose store fails', () => {
+  it('lets the call through, and says so in the broker log, not on stderr', async () => {
+    const stores = storeDeps(undefined);
+    const config = loadConfig({ LOG_LEVEL: 'silent' });
+    const dispatcher = new Agent();
+    const lines: string[] = [];
+    const log = pino({ level: 'warn' }, { write: (line: string) => lines.push(line) });
+    const services = composeServices({ config, store: stores.store, dispatcher, log });
+    const failing: RateLimitStore = {
+      increment: () => Promise.reject(new Error('Redis did not answer')),
+      decrement: () => Promise.resolve(),
+      resetKey: () => Promise.resolve(),
+    };
+    const { app } = createApp({
+      config,
+      ...stores,
+      dispatcher,
+      log,
+      services,
+      rateLimitStore: () => failing,
+    });
+    const server = createServer(app).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    close = async () => {
+      server.close();
+      await dispatcher.close();
+    };
+    const stderr = vi.spyOn(console, 'error');
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const answer = await fetch(`${url}/auth/start`, { redirect: 'manual' });
+    expect(answer.status).not.toBe(429);
+    expect(stderr).not.toHaveBeenCalled();
+    const said = lines.map((line) => JSON.parse(line) as { level: number; msg: string });
+    expect(said).toContainEqual(
+      expect.objectContaining({ level: 40, msg: expect.stringMatching(/error from store/) }),
+    );
+    stderr.mockRestore();
   });
 });

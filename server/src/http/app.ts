@@ -124,8 +124,14 @@ export function createApp(deps: AppDeps): BrokerApp {
   if (metrics && config.metrics.token !== undefined && config.metrics.port === undefined)
     app.get(routes.metrics, metricsHandler(metrics, config.metrics.token));
 
+  // The limiters' own complaints (a store that failed) as the broker's lines, not on stderr.
+  const limiterLog = {
+    error: (err: unknown, msg?: string) => deps.log.warn({ err }, msg),
+    warn: (err: unknown, msg?: string) => deps.log.warn({ err }, msg),
+  };
   const limiter = (name: string, limit: number) =>
     rateLimit({
+      logger: limiterLog,
       windowMs: 60_000,
       limit,
       standardHeaders: 'draft-8',
