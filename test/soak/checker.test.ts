@@ -308,6 +308,26 @@ describe('the checker', () => {
       expect(result.explained[0]?.window).toMatch(/broker killed/);
     });
 
+    it('names a second use after its holder stored the pair late, the store down past its lease', () => {
+      const history = clean();
+      reusedByAnother(history);
+      expect(verdict(history).byInvariant.C1).toBe(1);
+      history.logs.push({
+        instance: 0,
+        pid: 100,
+        line: JSON.stringify({
+          level: 40,
+          time: history.epoch + 2900,
+          connection: 'c1',
+          written: true,
+          msg: 'the store answered again; stored the rotated pair unless a newer one was there',
+        }),
+      });
+      const result = verdict(history);
+      expect(result.byInvariant.C1).toBe(0);
+      expect(result.explained[0]?.window).toMatch(/store stayed down past the lease/);
+    });
+
     it('names a late holder paused past its lease, and accepts its reconnection (a5afb79)', () => {
       const history = clean();
       history.pauses.push({ instance: 0, pid: 100, from: 2020, to: 12_000 });

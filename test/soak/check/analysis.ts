@@ -42,7 +42,8 @@ export const WINDOWS = {
     'a broker paused past its lease while holding the answer (its successor presented the same token)',
   failover:
     'a failover lost a write no replica had acknowledged (docs/operations.md, Redis durability)',
-  storeDown: 'the store stayed down for the whole lease (refresh/rotated.ts)',
+  storeDown:
+    'the store stayed down past the lease (refresh/rotated.ts): its pair was stored late, or lost',
   aofEverysec:
     'Redis killed with an acknowledged write not yet in its AOF (appendfsync everysec: docs/operations.md, Redis durability)',
 } as const;

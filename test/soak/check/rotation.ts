@@ -18,6 +18,8 @@ const LOST = /"failure":"lost"/;
  */
 const AOF_POSTPONED_MS = 2000;
 
+const STORED_LATE = /a rotated pair is lost|the store answered again; stored the rotated pair/;
+
 export const UNREPLICATED = /not acknowledged by enough Redis replicas|the store had lost writes/;
 
 /**
@@ -147,8 +149,15 @@ export function whyReused(
         ...named,
       ],
     };
-  const storeDown = named.filter((line) => line.includes('a rotated pair is lost'));
-  if (storeDown.length > 0) return { window: WINDOWS.storeDown, trace: storeDown };
+  // The holder's pair reached the store only after its lease (or never): a successor that read
+  // the record before it presented the token the holder had used.
+  const storeDown =
+    connection === undefined
+      ? []
+      : analysis
+          .linesAbout(connection, first.start, second.start + 1000)
+          .filter((line) => line.includes(`(pid ${first.pid},`) && STORED_LATE.test(line));
+  if (storeDown.length > 0) return { window: WINDOWS.storeDown, trace: [...storeDown, ...named] };
   return undefined;
 }
 
