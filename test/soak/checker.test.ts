@@ -156,6 +156,32 @@ function clean(): History {
   };
 }
 
+/**
+ * The clean life, with broker 0 paused past its lease holding rt1's answer: instance 1 presents
+ * rt1 again at 9 s, refused as used (disconnected), and a connection.reconnected follows at 12 s.
+ */
+function pausedHolderReused(): History {
+  const history = clean();
+  history.pauses.push({ instance: 0, pid: 100, from: 2020, to: 12_000 });
+  history.tokens.push(
+    token(3, {
+      presented: 'rt1',
+      pid: 101,
+      start: 9000,
+      outcome: 'rejected',
+      status: 400,
+      description: 'The refresh token was already used.',
+    }),
+  );
+  history.deliveries.splice(
+    1,
+    0,
+    delivery('msg_disconnected', 'connection.disconnected', 9100, { reason: 'refresh_rejected' }),
+    delivery('msg_reconnected', 'connection.reconnected', 12_100),
+  );
+  return history;
+}
+
 const verdict = (history: History): Verdict => check(history, { recoveryBoundMs: 30_000 });
 
 /** The violations' names, by invariant. */
@@ -329,54 +355,16 @@ describe('the checker', () => {
     });
 
     it('names a late holder paused past its lease, and accepts its reconnection (a5afb79)', () => {
-      const history = clean();
-      history.pauses.push({ instance: 0, pid: 100, from: 2020, to: 12_000 });
-      history.tokens.push(
-        token(3, {
-          presented: 'rt1',
-          pid: 101,
-          start: 9000,
-          outcome: 'rejected',
-          status: 400,
-          description: 'The refresh token was already used.',
-        }),
-      );
+      const history = pausedHolderReused();
       // The holder wakes, stores its newer pair over the disconnection, and refreshes it later.
       history.tokens.push(token(13, { presented: 'rt3', pid: 100 }));
-      history.deliveries.splice(
-        1,
-        0,
-        delivery('msg_disconnected', 'connection.disconnected', 9100, {
-          reason: 'refresh_rejected',
-        }),
-        delivery('msg_reconnected', 'connection.reconnected', 12_100),
-      );
       const result = verdict(history);
       expect(result.violations).toEqual([]);
       expect(result.explained[0]?.window).toMatch(/paused past its lease/);
     });
 
     it("accepts a late holder's reconnection that only its broker's line shows (nothing rotated after)", () => {
-      const history = clean();
-      history.pauses.push({ instance: 0, pid: 100, from: 2020, to: 12_000 });
-      history.tokens.push(
-        token(3, {
-          presented: 'rt1',
-          pid: 101,
-          start: 9000,
-          outcome: 'rejected',
-          status: 400,
-          description: 'The refresh token was already used.',
-        }),
-      );
-      history.deliveries.splice(
-        1,
-        0,
-        delivery('msg_disconnected', 'connection.disconnected', 9100, {
-          reason: 'refresh_rejected',
-        }),
-        delivery('msg_reconnected', 'connection.reconnected', 12_100),
-      );
+      const history = pausedHolderReused();
       expect(broken(history)).toContain('C4 an event reporting no change');
       history.logs.push({
         instance: 0,
@@ -592,6 +580,26 @@ describe('the checker', () => {
   });
 
   describe('C5, calls succeed again after each heal', () => {
+    /** A call through `instance` answered 503 upstream_unavailable after 10 ms. */
+    const failing = (start: number, instance: number, retryAfter = '5') =>
+      call({
+        start,
+        end: start + 10,
+        instance,
+        status: 503,
+        error: 'upstream_unavailable',
+        retryAfter,
+      });
+    const killOfBroker0 = (seq: number, start: number, healStart: number, healed: number) => ({
+      seq,
+      kind: 'broker-kill',
+      target: 'broker 0',
+      instance: 0,
+      start,
+      healStart,
+      healed,
+    });
+
     it('catches calls that fail longer than the bound after a heal, and not those of the next fault', () => {
       const history = clean();
       history.phases.usersTo = 100_000;
@@ -705,24 +713,7 @@ describe('the checker', () => {
     it('counts the calls through the other instances that fail while a broker is down, for a lease', () => {
       const history = clean();
       history.phases.usersTo = 100_000;
-      history.faults.push({
-        seq: 0,
-        kind: 'broker-kill',
-        target: 'broker 0',
-        instance: 0,
-        start: 20_000,
-        healStart: 22_000,
-        healed: 23_000,
-      });
-      const failing = (start: number, instance: number) =>
-        call({
-          start,
-          end: start + 10,
-          instance,
-          status: 503,
-          error: 'upstream_unavailable',
-          retryAfter: '5',
-        });
+      history.faults.push(killOfBroker0(0, 20_000, 22_000, 23_000));
       // Through instance 1 during the kill, and within a lease of it (a lock it held); then later.
       history.calls.push(failing(21_000, 1), failing(26_000, 2), failing(40_000, 1));
       expect(verdict(history).recoveries[0]).toMatchObject({ recoveryMs: 0, othersFailed: 2 });
@@ -731,36 +722,16 @@ describe('the checker', () => {
     it('leaves to Redis the failures through other instances while it comes back, not to a broker killed meanwhile', () => {
       const history = clean();
       history.phases.usersTo = 100_000;
-      history.faults.push(
-        {
-          seq: 0,
-          kind: 'broker-kill',
-          target: 'broker 0',
-          instance: 0,
-          start: 20_000,
-          healStart: 28_000,
-          healed: 29_000,
-        },
-        {
-          seq: 1,
-          kind: 'redis-kill-master',
-          target: 'master',
-          start: 20_001,
-          healStart: 22_000,
-          healed: 22_200,
-        },
-      );
+      history.faults.push(killOfBroker0(0, 20_000, 28_000, 29_000), {
+        seq: 1,
+        kind: 'redis-kill-master',
+        target: 'master',
+        start: 20_001,
+        healStart: 22_000,
+        healed: 22_200,
+      });
       // Through instance 1 as the brokers reconnect to the restarted Redis.
-      history.calls.push(
-        call({
-          start: 22_500,
-          end: 22_510,
-          instance: 1,
-          status: 503,
-          error: 'upstream_unavailable',
-          retryAfter: '5',
-        }),
-      );
+      history.calls.push(failing(22_500, 1));
       const [kill, redis] = verdict(history).recoveries;
       expect(kill).toMatchObject({ othersFailed: 0 });
       expect(redis).toMatchObject({ recoveryMs: 510 });
@@ -778,26 +749,10 @@ describe('the checker', () => {
           healStart: 25_000,
           healed: 25_000,
         },
-        {
-          seq: 1,
-          kind: 'broker-kill',
-          target: 'broker 0',
-          instance: 0,
-          start: 21_000,
-          healStart: 23_000,
-          healed: 24_000,
-        },
+        killOfBroker0(1, 21_000, 23_000, 24_000),
       );
       // Through the restarted instance, as the refresh's back-off runs out.
-      history.calls.push(
-        call({
-          start: 26_000,
-          end: 26_010,
-          status: 503,
-          error: 'upstream_unavailable',
-          retryAfter: '1',
-        }),
-      );
+      history.calls.push(failing(26_000, 0, '1'));
       const [provider, kill] = verdict(history).recoveries;
       expect(provider).toMatchObject({ recoveryMs: 1010 });
       expect(kill).toMatchObject({ recoveryMs: 0 });
