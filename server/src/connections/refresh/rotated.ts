@@ -117,9 +117,13 @@ export function createRotatedPairs(deps: {
 
   /**
    * Stores a rotated pair the store did not take because it was down: the provider has already
-   * used up the old refresh token, so this pair is the only one left. Offered again while the
-   * lease lasts; the lock is released only then, so no other holder refreshes with the used token
-   * meanwhile. The versioned write keeps whatever someone else stored since.
+   * used up the old refresh token, so this pair is the only one left. Offered again as many times
+   * as a lease holds retries, and the lock is released only then. While the lease lasts, no other
+   * holder refreshes with the used token; when Redis is slow (each attempt waits out a command's
+   * bound) the last attempts come after it, and a successor that read the record first may present
+   * the used token: the provider refuses it, and the successor finds this pair once stored (the
+   * soak's window "the store stayed down past the lease"). Storing late is still the better end:
+   * the pair is the only one left. The versioned write keeps whatever someone else stored since.
    */
   async function storeWhenBack(sid: string, pair: Pair, lease: HeldLock): Promise<void> {
     const record = pair.next;
