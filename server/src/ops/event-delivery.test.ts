@@ -6,7 +6,13 @@ import { createMemoryStore } from '../store/memory.ts';
 import { createDelivery } from './event-delivery.ts';
 import type { BrokerEvent } from '../connections/events.ts';
 import { DEFAULT_EVENT_LIMITS } from '../base/defaults.ts';
-import { ADMIN_OUTBOX, createOutbox, parseWebhookSecret, type EventLimits } from './events.ts';
+import {
+  ADMIN_OUTBOX,
+  createOutbox,
+  parseWebhookSecret,
+  RECORDING_MS,
+  type EventLimits,
+} from './events.ts';
 
 /**
  * The delivery on the embedded store and an injected clock, against a receiver that verifies
@@ -26,7 +32,12 @@ interface Request {
 const SHARDS = Array.from({ length: EVENT_SHARDS }, (_, shard) => shard);
 
 function world(
-  options: { secrets?: string[]; instances?: number; limits?: Partial<EventLimits> } = {},
+  options: {
+    secrets?: string[];
+    instances?: number;
+    limits?: Partial<EventLimits>;
+    recordingMs?: number;
+  } = {},
 ) {
   const limits = { ...DEFAULT_EVENT_LIMITS, ...options.limits };
   let now = T0;
@@ -63,10 +74,13 @@ function world(
     now: clock,
     limits,
     onFull: (sid) => deliveries[0]!.trim(sid),
+    // Delivered by the next pass, as a woken instance would at once (the race has its own test).
+    recordingMs: options.recordingMs ?? 0,
   });
   const versions = new Map<string, number>();
   return {
     store,
+    outbox,
     requests,
     deliveries,
     answer: (next: typeof answer) => (answer = next),
@@ -127,6 +141,21 @@ afterEach(() => {
 });
 
 describe('event delivery (Standard Webhooks)', () => {
+  it('delivers an event whose instance stopped after writing it, though a pass found its outbox empty before', async () => {
+    const w = world({ recordingMs: RECORDING_MS });
+    // The write-ahead entry, then another instance's pass while the change is on its way.
+    const entry = await w.outbox.record('s1', connected('c1'));
+    await w.pass();
+    // The change lands with its event; its instance stops before recorded().
+    expect(await w.store.setVersioned('baton:{s1}:record', 0, 'x', HOUR, entry ?? undefined)).toBe(
+      true,
+    );
+    w.advance(RECORDING_MS);
+    await w.pass();
+    expect(w.requests).toHaveLength(1);
+    expect(await w.due()).toBe(0);
+  });
+
   it('delivers an event recorded with its change, shaped and signed as the spec says', async () => {
     const w = world();
     await w.change('s1', connected('c1'));

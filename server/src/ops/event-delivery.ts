@@ -187,7 +187,9 @@ export function createDelivery(options: DeliveryOptions) {
         const head = await store.listHead(keys.outbox(sid));
         if (woken && n === 0 && head !== null && (await backingOff(sid, head))) return;
         if (head === null) {
-          await store.scheduleRemove(due, sid);
+          // Only if due: an entry put ahead by a recording under way (scheduleRecording) stays, so
+          // that its event, written after this read, is delivered even if its instance stops.
+          await store.scheduleRemove(due, sid, { dueBy: now() });
           // An event recorded between the read and the removal scheduled nothing (its session
           // was still there): look again after the removal.
           if ((await store.listLength(keys.outbox(sid))) > 0)
@@ -196,7 +198,7 @@ export function createDelivery(options: DeliveryOptions) {
         }
         if (!(await deliverHead(sid, head))) return;
       }
-      await store.schedulePut(due, sid, now(), { keepMs: OUTBOX_RETENTION_MS });
+      await store.schedulePut(due, sid, now(), { onlyIfLater: true, keepMs: OUTBOX_RETENTION_MS });
     });
   }
 

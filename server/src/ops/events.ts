@@ -66,6 +66,26 @@ function payload(sid: string, event: BrokerEvent, at: number): string {
  */
 export const OUTBOX_RETENTION_MS = 48 * 3600 * 1000;
 
+/**
+ * How far ahead the write-ahead schedule puts a session whose event is being recorded: past the
+ * time the change's write takes (its commands are bounded at a second each). A deliverer that
+ * finds the outbox still empty before then leaves the entry (it is not due), so an instance that
+ * stops between the write and `recorded` still leaves the event due.
+ */
+export const RECORDING_MS = 5_000;
+
+/** The write-ahead entry: due once the recording is surely over, or later if it already was. */
+export const scheduleRecording = (
+  store: Store,
+  now: () => number,
+  sid: string,
+  aheadMs = RECORDING_MS,
+) =>
+  store.schedulePut(keys.eventsDue(eventShard(sid)), sid, now() + aheadMs, {
+    onlyIfLater: true,
+    keepMs: OUTBOX_RETENTION_MS,
+  });
+
 /** The bounds on what waits for delivery (EVENTS_OUTBOX_MAX, EVENTS_BACKLOG_MAX...). */
 export interface EventLimits {
   /** Events one session's outbox holds; past it, the oldest is dead-lettered (`outbox_full`). */
@@ -97,6 +117,8 @@ export function createOutbox(options: {
   wake?: (sid: string) => void;
   /** The session's outbox holds more than its cap (outboxCap). */
   onFull?: (sid: string) => Promise<void>;
+  /** How far ahead the write-ahead entry is put (RECORDING_MS; tests that poll at once: 0). */
+  recordingMs?: number;
 }): EventSink {
   const { store, now } = options;
   const limits = options.limits ?? DEFAULT_EVENT_LIMITS;
@@ -108,7 +130,7 @@ export function createOutbox(options: {
     });
   return {
     async record(sid, event) {
-      await schedule(sid);
+      await scheduleRecording(store, now, sid, options.recordingMs);
       const at = now();
       const entry: OutboxEntry = {
         id: `msg_${randomBytes(16).toString('base64url')}`,
@@ -141,8 +163,7 @@ export async function enqueue(
   sid: string,
   entry: OutboxEntry,
 ): Promise<void> {
-  const due = keys.eventsDue(eventShard(sid));
-  await store.schedulePut(due, sid, now(), { onlyIfAbsent: true, keepMs: OUTBOX_RETENTION_MS });
+  await scheduleRecording(store, now, sid);
   await store.listPush(keys.outbox(sid), JSON.stringify(entry), OUTBOX_RETENTION_MS);
   await store.counterAdd(keys.eventsBacklog(eventShard(sid)), 1, OUTBOX_RETENTION_MS);
 }

@@ -133,7 +133,11 @@ export function createMemoryStore(now: () => number = Date.now): Store {
     },
     async schedulePut(key, member, atMs, options = {}) {
       const schedule = schedules.get(key) ?? new Map<string, number>();
-      if (!(options.onlyIfAbsent === true && schedule.has(member))) schedule.set(member, atMs);
+      const at = schedule.get(member);
+      const keep =
+        at !== undefined &&
+        (options.onlyIfAbsent === true || (options.onlyIfLater === true && at >= atMs));
+      if (!keep) schedule.set(member, atMs);
       schedules.set(key, schedule);
     },
     async scheduleDue(key, atMs, limit) {
@@ -143,7 +147,9 @@ export function createMemoryStore(now: () => number = Date.now): Store {
         .slice(0, limit)
         .map(([member]) => member);
     },
-    async scheduleRemove(key, member) {
+    async scheduleRemove(key, member, options = {}) {
+      const at = schedules.get(key)?.get(member);
+      if (at === undefined || (options.dueBy !== undefined && at > options.dueBy)) return;
       schedules.get(key)?.delete(member);
     },
     async scheduleSize(key) {

@@ -331,5 +331,22 @@ export function storeContract(
       await store.scheduleRemove(k, 'early');
       expect(await store.scheduleDue(k, 9999, 10)).toEqual(['moved', 'late']);
     });
+
+    it('moves a member only later when asked, and removes it only once due when asked', async () => {
+      const { store } = setup();
+      const k = key('schedule');
+      await store.schedulePut(k, 'a', 1000, { onlyIfLater: true });
+      await store.schedulePut(k, 'a', 4000, { onlyIfLater: true });
+      await store.schedulePut(k, 'b', 6000);
+      await store.schedulePut(k, 'b', 2000, { onlyIfLater: true });
+      expect(await store.scheduleDue(k, 3999, 10)).toEqual([]);
+      expect(await store.scheduleDue(k, 9999, 10)).toEqual(['a', 'b']);
+      await store.scheduleRemove(k, 'a', { dueBy: 3999 });
+      await store.scheduleRemove(k, 'b', { dueBy: 6000 });
+      await store.scheduleRemove(k, 'absent', { dueBy: 9999 });
+      expect(await store.scheduleDue(k, 9999, 10)).toEqual(['a']);
+      await store.scheduleRemove(k, 'a', { dueBy: 4000 });
+      expect(await store.scheduleSize(k)).toBe(0);
+    });
   });
 }

@@ -64,18 +64,20 @@ export interface Store extends Format1Reads {
   listLength(key: string): Promise<number>;
   /**
    * A schedule: members each due at a time, in milliseconds on the caller's clock (so a test's
-   * clock drives it). `onlyIfAbsent` keeps a member's time if it already has one; the schedule
-   * then lives at least `keepMs` (default: no time to live is set).
+   * clock drives it). `onlyIfAbsent` keeps a member's time if it already has one; `onlyIfLater`
+   * keeps it if it is later than `atMs`; the schedule then lives at least `keepMs` (default: no
+   * time to live is set).
    */
   schedulePut(
     key: string,
     member: string,
     atMs: number,
-    options?: { onlyIfAbsent?: boolean; keepMs?: number },
+    options?: { onlyIfAbsent?: boolean; onlyIfLater?: boolean; keepMs?: number },
   ): Promise<void>;
   /** Up to `limit` members due at `atMs` (Infinity: any time) or before, earliest first. */
   scheduleDue(key: string, atMs: number, limit: number): Promise<string[]>;
-  scheduleRemove(key: string, member: string): Promise<void>;
+  /** Removes `member`; with `dueBy`, only if it is due at `dueBy` or before (a later time stays). */
+  scheduleRemove(key: string, member: string, options?: { dueBy?: number }): Promise<void>;
   scheduleSize(key: string): Promise<number>;
   /** Add `delta` to a counter (absent: 0) that then lives `ttlMs`; answers the new value. */
   counterAdd(key: string, delta: number, ttlMs: number): Promise<number>;

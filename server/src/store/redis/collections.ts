@@ -9,6 +9,7 @@ import {
   LIST_PUSH,
   LOG_ADD,
   SCHEDULE_PUT,
+  SCHEDULE_REMOVE_DUE,
   SET_ADD,
   SET_MEMBERS,
   SET_REMOVE,
@@ -61,7 +62,7 @@ export function createCollections(commands: Commands): Pick<Store, CollectionMet
         [
           String(atMs),
           member,
-          options.onlyIfAbsent === true ? '1' : '0',
+          options.onlyIfAbsent === true ? '1' : options.onlyIfLater === true ? '2' : '0',
           String(options.keepMs ?? 0),
         ],
       );
@@ -79,8 +80,9 @@ export function createCollections(commands: Commands): Pick<Store, CollectionMet
         String(limit),
       ])) as Iterable<string>),
     ],
-    scheduleRemove: async (key, member) => {
-      await guard(() => client.zRem(key, member));
+    scheduleRemove: async (key, member, options = {}) => {
+      if (options.dueBy === undefined) await guard(() => client.zRem(key, member));
+      else await script(SCHEDULE_REMOVE_DUE, [key], [member, String(options.dueBy)]);
       await replicated(key);
     },
     scheduleSize: async (key) => Number(await send(key, ['ZCARD', key])),

@@ -48,10 +48,17 @@ return 1`;
 /** ZADD (NX when ARGV[3] is 1), then the schedule lives at least ARGV[4] ms (0: as it was). */
 export const SCHEDULE_PUT = `
 if ARGV[3] == '1' then redis.call('ZADD', KEYS[1], 'NX', ARGV[1], ARGV[2])
+elseif ARGV[3] == '2' then redis.call('ZADD', KEYS[1], 'GT', ARGV[1], ARGV[2])
 else redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2]) end
 local keep = tonumber(ARGV[4])
 if keep > 0 and redis.call('PTTL', KEYS[1]) < keep then redis.call('PEXPIRE', KEYS[1], keep) end
 return 1`;
+
+/** ARGV: member, due by. Removes the member only if its time is `due by` or earlier. */
+export const SCHEDULE_REMOVE_DUE = `
+local at = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if at and tonumber(at) <= tonumber(ARGV[2]) then return redis.call('ZREM', KEYS[1], ARGV[1]) end
+return 0`;
 
 export const COUNTER_ADD = `
 local value = redis.call('INCRBY', KEYS[1], ARGV[1])
