@@ -530,6 +530,15 @@ describe('the checker', () => {
       });
       expect(broken(history)).toEqual([]);
     });
+
+    it("lets the license API's 401 through only for a grant revoked during the call", () => {
+      const history = clean();
+      history.calls.push(call({ start: 8000, end: 11_000, status: 401 }));
+      history.revocations.push({ at: 11_500, by: 'sandbox', license: 'lic-1001' });
+      expect(broken(history)).toContain("C3 a license API's answer the soak never asked for");
+      history.revocations[0]!.at = 9000;
+      expect(broken(history)).not.toContain("C3 a license API's answer the soak never asked for");
+    });
   });
 
   describe('C4, one event per change, at least once, in order', () => {

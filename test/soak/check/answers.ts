@@ -2,7 +2,7 @@
  * C3: every answer is one the docs allow, and holds the data of the caller's own connection: no
  * call answers with another session's or license's data, no 500, every other non-2xx a
  * documented answer (a transient one with Retry-After, the reauthorization answer, the session's
- * end), and once a sign-out is acknowledged the old token gets 401 invalid_session everywhere.
+ * end, the license API's 401 for a grant revoked during the call), and once a sign-out is acknowledged the old token gets 401 invalid_session everywhere.
  */
 import { ERROR_STATUS } from '@baton/shared';
 import type { CallRecord } from '../history.ts';
@@ -86,6 +86,7 @@ export function checkAnswers(analysis: Analysis): Violation[] {
       .filter((fault) => fault.kind === 'license-api-503')
       .some((fault) => fault.start <= call.end && (fault.healed ?? Infinity) + 1000 >= call.start);
     if (call.status === 503 && burst && call.retryAfter !== undefined) continue;
+    if (call.status === 401 && revokedDuring(analysis, call)) continue;
     wrong(
       call,
       "a license API's answer the soak never asked for",
@@ -125,6 +126,24 @@ function whose(
       call,
       "another grant's data",
       `the license API got an access token of ${owner ?? 'a grant no flow made'}`,
+    );
+}
+
+/**
+ * The provider revoked the connection's grant while the call was under way: its token answered
+ * 401, the broker refreshed once and retried (the spec's rule), and the retry's 401 is the
+ * license API's own answer, passed on. Nothing tells a revocation from a path's own 401 but one
+ * more refresh, which the spec's "refresh once" rules out; the next call answers
+ * `reauthorization_required` (C2 checks that the connection ends disconnected).
+ */
+function revokedDuring(analysis: Analysis, call: CallRecord): boolean {
+  return analysis
+    .inForce(call.connection, call.start)
+    .some(
+      (chain) =>
+        chain.revokedAt !== undefined &&
+        chain.revokedAt >= call.start &&
+        chain.revokedAt <= call.end,
     );
 }
 
