@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { INVARIANTS, type Verdict } from './checker.ts';
-import type { History } from './history.ts';
+import type { CallRecord, History } from './history.ts';
 
 /** What a run reports: the summary table's figures, as JSON for docs/reliability.md. */
 export interface Summary {
@@ -27,10 +27,56 @@ export interface Summary {
   recovery: Verdict['recoveryByKind'];
   /** Non-2xx answers that came while no fault was active (nor healing, nor 10 s after). */
   calm: Record<string, number>;
+  /**
+   * How long 2xx calls took (p50 / p90 ms) with no fault active, and while a Redis node the
+   * nemesis killed was rejoining (from its restart to its heal: loading its AOF, and on Sentinel
+   * and Cluster a full resync from its master). On one machine that resync competes with
+   * everything else for the same cores.
+   */
+  latency: { calm: Quantiles; rejoining: Quantiles };
   soakLoop?: History['soakLoop'];
   redis?: History['redis'];
   /** The first violations and explained losses, with their traces. */
   details: { violations: Verdict['violations']; explained: Verdict['explained'] };
+}
+
+export interface Quantiles {
+  n: number;
+  p50Ms: number;
+  p90Ms: number;
+}
+
+/** Kinds whose heal restarts a Redis node that then loads and resyncs its data. */
+const RESTARTS_REDIS = new Set(['redis-kill-master', 'redis-replica-down']);
+
+function quantiles(durations: number[]): Quantiles {
+  const sorted = durations.sort((a, b) => a - b);
+  const at = (p: number) => Math.round(sorted[Math.floor((sorted.length - 1) * p)] ?? 0);
+  return { n: sorted.length, p50Ms: at(0.5), p90Ms: at(0.9) };
+}
+
+/** 2xx call times, calm and while a Redis node rejoins (see `Summary.latency`). */
+function latency(history: History): Summary['latency'] {
+  const ok = history.calls.filter((call) => call.status >= 200 && call.status < 300);
+  const during = (call: CallRecord, from: number, to: number) =>
+    call.start <= to && call.end >= from;
+  const calm = ok.filter(
+    (call) =>
+      !history.faults.some((fault) =>
+        during(call, fault.start, (fault.healed ?? Infinity) + 10_000),
+      ),
+  );
+  const rejoining = ok.filter((call) =>
+    history.faults.some(
+      (fault) =>
+        RESTARTS_REDIS.has(fault.kind) &&
+        fault.healStart !== undefined &&
+        call.start >= fault.healStart &&
+        call.start <= (fault.healed ?? Infinity),
+    ),
+  );
+  const took = (calls: CallRecord[]) => calls.map((call) => call.end - call.start);
+  return { calm: quantiles(took(calm)), rejoining: quantiles(took(rejoining)) };
 }
 
 const count = <T>(items: readonly T[], key: (item: T) => string): Record<string, number> => {
@@ -101,6 +147,7 @@ export function summarise(
       ),
       (call) => `${call.status}${call.error ? ` ${call.error}` : ''}`,
     ),
+    latency: latency(history),
     ...(history.soakLoop ? { soakLoop: history.soakLoop } : {}),
     ...(history.redis ? { redis: history.redis } : {}),
     details: {
@@ -162,6 +209,11 @@ export function table(summary: Summary): string {
         .map(([k, v]) => `${k}: ${v}`)
         .join(', '),
     );
+  const { calm, rejoining } = summary.latency;
+  row(
+    '2xx call time p50 / p90: calm; Redis rejoining',
+    `${num(calm.p50Ms)} / ${num(calm.p90Ms)} ms (${num(calm.n)}); ${num(rejoining.p50Ms)} / ${num(rejoining.p90Ms)} ms (${num(rejoining.n)})`,
+  );
   if (summary.soakLoop)
     row(
       "the soak process's loop delay (p99 / max)",

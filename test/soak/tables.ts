@@ -92,7 +92,17 @@ export function figures(runs: readonly Summary[]): string {
         runs.map((run) => num(run.explained[window] ?? 0)),
       ),
     );
+  const time = ({ p50Ms, p90Ms }: { p50Ms: number; p90Ms: number }) =>
+    `${num(p50Ms)} / ${num(p90Ms)} ms`;
   lines.push(
+    row(
+      '2xx call time p50 / p90, no fault active',
+      runs.map((run) => (run.latency ? time(run.latency.calm) : '–')),
+    ),
+    row(
+      '2xx call time p50 / p90, a killed Redis node rejoining (AOF load, resync)',
+      runs.map((run) => (run.latency ? time(run.latency.rejoining) : '–')),
+    ),
     row(
       'Redis after everyone signed out vs baseline',
       runs.map((run) =>
