@@ -45,6 +45,8 @@ export function soakEnv(options: { lifetimeS: number; leaseMs: number }): Record
     REFRESH_LEASE_MS: String(options.leaseMs),
     REFRESH_AHEAD_SECONDS: String(Math.floor(options.lifetimeS / 2)),
     PROXY_TIMEOUT_MS: '5000',
+    // The users give up at 20 s: two waits for a token, and two calls upstream, stay under it.
+    TOKEN_WAIT_MS: '8000',
     SHUTDOWN_TIMEOUT_MS: '5000',
     LOG_LEVEL: 'info',
   };

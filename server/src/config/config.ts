@@ -193,7 +193,11 @@ function assemble(
       tokenTimeoutMs: values.TOKEN_TIMEOUT_MS,
       leaseMs: values.REFRESH_LEASE_MS ?? values.TOKEN_TIMEOUT_MS + 5000,
     },
-    proxy: { timeoutMs: values.PROXY_TIMEOUT_MS, maxAnswerBytes: values.PROXY_MAX_ANSWER_BYTES },
+    proxy: {
+      timeoutMs: values.PROXY_TIMEOUT_MS,
+      maxAnswerBytes: values.PROXY_MAX_ANSWER_BYTES,
+      tokenWaitMs: values.TOKEN_WAIT_MS,
+    },
     sessions: {
       lifetime: {
         idleMs: values.SESSION_IDLE_TIMEOUT * 1000,

@@ -53,6 +53,8 @@ export interface Config {
   proxy: {
     /** Bound on one proxied call, start to last byte (PROXY_TIMEOUT_MS, default 30 s). */
     timeoutMs: number;
+    /** Bound on one call's wait for a usable access token, in all (TOKEN_WAIT_MS, default 15 s). */
+    tokenWaitMs: number;
     /** Bytes one proxied answer may relay (PROXY_MAX_ANSWER_BYTES, default 32 MiB). */
     maxAnswerBytes: number;
   };

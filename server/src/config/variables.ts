@@ -64,6 +64,7 @@ export const schema = z.object({
   REFRESH_MIN_INTERVAL_SECONDS: z.coerce.number().int().min(0).max(3600).default(60),
   TOKEN_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   PROXY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  TOKEN_WAIT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
   PROXY_MAX_ANSWER_BYTES: z.coerce
     .number()
     .int()

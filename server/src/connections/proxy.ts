@@ -41,6 +41,40 @@ const reauthorize = (): BrokerError =>
     'This license is disconnected; authorize Baton again.',
   );
 
+/**
+ * One call's budget for waiting on its access token (a refresh, another instance's, the new pair's
+ * store), over both of its waits: past it the call answers 503 with Retry-After, instead of its
+ * caller's own timeout cutting it with no answer. What the call waited for goes on (a refresh
+ * still stores its pair: a rotated pair is never thrown away), and `late` gets what it brings.
+ */
+function tokenBudget(ms: number, log: Logger, connection: string) {
+  const end = performance.now() + ms;
+  return async function within<T>(work: Promise<T>, late?: (value: T) => unknown): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        log.warn(
+          { connection, waitedMs: ms },
+          'a call stopped waiting for its access token; the refresh goes on',
+        );
+        void work.then(late).catch(() => undefined);
+        reject(
+          new BrokerError(
+            'upstream_unavailable',
+            'A fresh access token is taking long to come; try again shortly.',
+            { retryAfter: 2 },
+          ),
+        );
+      }, end - performance.now());
+    });
+    try {
+      return await Promise.race([work, expired]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
+
 const bases = new WeakMap<ConnectionRecord, { origin: string; path: string }>();
 
 /** A record's api_url as origin and path, parsed once per record read (records.ts's identity rule). */
@@ -62,6 +96,8 @@ export interface ProxyDeps {
   timeoutMs?: number;
   /** Bytes one answer may relay (default 32 MiB): larger ones are refused or cut. */
   maxAnswerBytes?: number;
+  /** Bound on the time one call waits for a usable access token, in all (default 15 s). */
+  tokenWaitMs?: number;
 }
 
 /**
@@ -159,7 +195,8 @@ export function createProxy(deps: ProxyDeps) {
       if (path === undefined)
         throw new BrokerError('invalid_request', 'The API path is not allowed.');
 
-      let current = await tokens.usable(sid, loaded);
+      const within = tokenBudget(deps.tokenWaitMs ?? 15_000, deps.log, loaded.record.id);
+      let current = await within(tokens.usable(sid, loaded));
       if (!current.record.tokens) throw reauthorize();
       const base = apiBase(current.record);
       const target = {
@@ -173,7 +210,11 @@ export function createProxy(deps: ProxyDeps) {
         status === 401 ? !tokens.mayRefreshOnRejection(record) : !isRedirect(status),
       );
       if (!answer.relayed && answer.status === 401) {
-        current = await tokens.usable(sid, current, { kind: 'rejected', accessToken });
+        // Given up on, a refresh made for this 401 is told that no retry came (its lock goes).
+        current = await within(
+          tokens.usable(sid, current, { kind: 'rejected', accessToken }),
+          (late) => tokens.retried(sid, late, 0),
+        );
         if (!current.record.tokens) throw reauthorize();
         // The retry's status is told as soon as it is known, while its body is on its way: a 401
         // again writes the hold, so that the caller's next call finds it (not only once this one

@@ -183,6 +183,7 @@ export function createApp(deps: AppDeps): BrokerApp {
     log,
     timeoutMs: config.proxy.timeoutMs,
     maxAnswerBytes: config.proxy.maxAnswerBytes,
+    tokenWaitMs: config.proxy.tokenWaitMs,
     track,
     prepare: prepare(apiHeaders(https)),
     fail,
