@@ -223,6 +223,22 @@ describe('the licence index', () => {
     expect(await w.connections.ofLicence(LICENCE)).toEqual([{ sid: other.sid, id: 'c3' }]);
   });
 
+  it('leaves nothing of a session a sign-out ended while a late write of its record was under way', async () => {
+    const w = await world();
+    await w.connections.save(w.sid, w.of('c1', LICENCE), 0);
+    const loaded = (await w.connections.load(w.sid, 'c1'))!;
+    // The sign-out lands between the write's session check and its id's add (a refresh stored late).
+    const setAdd = w.store.setAdd.bind(w.store);
+    w.store.setAdd = async (...args) => {
+      await endSession(w, w.sid, 'signed_out');
+      await setAdd(...args);
+    };
+    expect(await w.connections.save(w.sid, loaded.record, loaded.version)).toBe(false);
+    const left: string[] = [];
+    for await (const key of w.store.scan('*')) left.push(key);
+    expect(left.filter((key) => key.includes(w.sid))).toEqual([]);
+  });
+
   it('is put by a record sealed under a retired key only once it can be opened: a removal leaves it to expire', async () => {
     const w = await world();
     await w.connections.save(w.sid, w.of('c1', LICENCE), 0);

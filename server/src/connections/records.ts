@@ -83,7 +83,7 @@ export function createConnectionRepository(
   sealer: Sealer,
   options: {
     /** What a record written under session `sid` may live (sessions.ts); null: it is gone. */
-    sessions?: { remainingMs(sid: string): Promise<number | null> };
+    sessions?: { remainingMs(sid: string, options?: { fresh?: boolean }): Promise<number | null> };
     /** Where the events a write reports are recorded, in the same step (./events.ts). */
     events?: EventSink;
   } = {},
@@ -187,6 +187,10 @@ export function createConnectionRepository(
       outbox ?? undefined,
     );
     if (written && outbox) await events.recorded(sid);
+    // Not written, and the session ended meanwhile (a sign-out deleted its keys between the check
+    // above and the set's write): the id put back would outlive it, in a set no one ends.
+    if (!written && (await sessions.remainingMs(sid, { fresh: true })) === null)
+      await store.setRemove(keys.connectionIds(sid), record.id);
     if (written) {
       const [at, shard] = [indexMember(sid, record.id), indexShard(sid)];
       // The licence index beside the status index (another key): no round trip of its own.

@@ -138,8 +138,9 @@ export function createSessions(
      * Milliseconds the session has left (what a key written under it may live), or null when it
      * is gone: nothing may then be written under it.
      */
-    async remainingMs(sid: string): Promise<number | null> {
-      const session = await read(sid, true);
+    /** `fresh`: read from the store, not the tracked copy (to learn that it just ended). */
+    async remainingMs(sid: string, options: { fresh?: boolean } = {}): Promise<number | null> {
+      const session = await read(sid, options.fresh !== true);
       if (session === null) return null;
       const left = (session.expires_at ?? now() + lifetime.idleMs) - now();
       return left > 0 ? left : null;
