@@ -10,10 +10,20 @@ const REDIS_DOWN = new Set([
   'SocketTimeoutError',
 ]);
 
+/**
+ * Redis's own error replies while it cannot serve a key for now: a Cluster without a master for
+ * its slot (failing over), a node still loading its data, a replica that was just a master. What
+ * the broker sends goes through its guard (commands.ts); these reach here from the libraries that
+ * hold the client themselves (the sign-in's session store, the rate limiters).
+ */
+const REDIS_BUSY = /^(?:CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|READONLY)\b/;
+
 /** Whether an error means the store is down (answer 503), not that the request was wrong. */
 export function isStoreDown(error: unknown): boolean {
   if (error instanceof StoreUnavailableError) return true;
   if (!(error instanceof Error)) return false;
   if (REDIS_DOWN.has(error.name) || REDIS_DOWN.has(error.constructor.name)) return true;
-  return /ECONNREFUSED|client is closed|offline/i.test(error.message);
+  return (
+    REDIS_BUSY.test(error.message) || /ECONNREFUSED|client is closed|offline/i.test(error.message)
+  );
 }
