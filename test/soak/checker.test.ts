@@ -531,6 +531,16 @@ describe('the checker', () => {
       expect(broken(history)).toEqual([]);
     });
 
+    it('catches a 500 on a route the users do not call through the proxy, from the access log', () => {
+      const history = clean();
+      const line = (status: number) =>
+        `{"level":30,"time":9000,"method":"GET","path":"/auth/start","status":${status},"ms":2,"msg":"request completed"}`;
+      history.logs.push({ instance: 0, pid: 100, line: line(503) });
+      expect(broken(history)).toEqual([]);
+      history.logs.push({ instance: 0, pid: 100, line: line(500) });
+      expect(broken(history)).toEqual(['C3 a 500']);
+    });
+
     it("lets the license API's 401 through only for a grant revoked during the call", () => {
       const history = clean();
       history.calls.push(call({ start: 8000, end: 11_000, status: 401 }));

@@ -93,6 +93,15 @@ export function checkAnswers(analysis: Analysis): Violation[] {
       `${call.status} without Baton-Error`,
     );
   }
+  // Every other route (the sign-in's pages, sessions, connections): no 500, as its access log
+  // says. The users see their flows' outcomes only; the brokers' lines have every status.
+  for (const { at, line } of analysis.linesMatching(/"status":500\b.*"msg":"request completed"/))
+    violations.push({
+      invariant: 'C3',
+      what: 'a 500',
+      detail: `a broker answered 500: ${line.slice(0, 300)}`,
+      at: at ?? 0,
+    });
   return violations;
 }
 
