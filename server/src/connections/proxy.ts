@@ -48,8 +48,10 @@ const reauthorize = (): BrokerError =>
  * still stores its pair: a rotated pair is never thrown away), and `late` gets what it brings.
  */
 function tokenBudget(ms: number, log: Logger, connection: string) {
-  const end = performance.now() + ms;
+  // What is left of it: the time upstream between the two waits is PROXY_TIMEOUT_MS's, not this.
+  let left = ms;
   return async function within<T>(work: Promise<T>, late?: (value: T) => unknown): Promise<T> {
+    const started = performance.now();
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
@@ -65,12 +67,13 @@ function tokenBudget(ms: number, log: Logger, connection: string) {
             { retryAfter: 2 },
           ),
         );
-      }, end - performance.now());
+      }, left);
     });
     try {
       return await Promise.race([work, expired]);
     } finally {
       clearTimeout(timer);
+      left -= performance.now() - started;
     }
   };
 }
