@@ -45,7 +45,10 @@ for i = 2, #KEYS - 1 do redis.call('DEL', KEYS[i]) end
 push(#KEYS, 1)
 return 1`;
 
-/** ZADD (NX when ARGV[3] is 1), then the schedule lives at least ARGV[4] ms (0: as it was). */
+/**
+ * ZADD (NX when ARGV[3] is 1, GT when it is 2: a later time kept), then the schedule lives at
+ * least ARGV[4] ms (0: as it was).
+ */
 export const SCHEDULE_PUT = `
 if ARGV[3] == '1' then redis.call('ZADD', KEYS[1], 'NX', ARGV[1], ARGV[2])
 elseif ARGV[3] == '2' then redis.call('ZADD', KEYS[1], 'GT', ARGV[1], ARGV[2])
