@@ -239,6 +239,23 @@ describe('the licence index', () => {
     expect(left.filter((key) => key.includes(w.sid))).toEqual([]);
   });
 
+  it('leaves nothing of a session a sign-out ended while its first connection was being written', async () => {
+    const w = await world();
+    // The sign-out lands between the write's session check and its id's add (a slow callback).
+    const setAdd = w.store.setAdd.bind(w.store);
+    w.store.setAdd = async (...args) => {
+      await endSession(w, w.sid, 'signed_out');
+      await setAdd(...args);
+    };
+    await expect(w.connections.save(w.sid, w.of('c1', LICENCE), 0)).rejects.toMatchObject({
+      code: 'invalid_session',
+    });
+    const left: string[] = [];
+    for await (const key of w.store.scan('*')) left.push(key);
+    expect(left.filter((key) => key.includes(w.sid))).toEqual([]);
+    expect(await w.entry(LICENCE)).toBeNull();
+  });
+
   it('is put by a record sealed under a retired key only once it can be opened: a removal leaves it to expire', async () => {
     const w = await world();
     await w.connections.save(w.sid, w.of('c1', LICENCE), 0);

@@ -201,8 +201,30 @@ export function createConnectionRepository(
           await store.indexRemove(keys.connectionIndex(OTHER[record.status], shard), at);
         })(),
       ]);
+      // A new record, and the session ended meanwhile: its sign-out deleted the keys it knew of
+      // before this write made them. They go now, not when their TTL ends.
+      if (version === 0 && (await sessions.remainingMs(sid, { fresh: true })) === null) {
+        await remove(sid, record.id);
+        throw invalidSession();
+      }
     }
     return written;
+  }
+
+  /**
+   * Removes the connection, and in the same step its refresh lock and back-off (named by their
+   * owners, refresh/); `event`, if given, is recorded in that step too, and only when the record
+   * was there: of concurrent removals, one reports it.
+   */
+  async function remove(sid: string, id: string, event?: BrokerEvent): Promise<void> {
+    const gone = keysOfOne(sid, id);
+    // Its licence is known only from its record: read before the record goes.
+    const held = await apiUrls(sid, [id]);
+    const outbox = event ? await events.record(sid, event) : null;
+    if (!outbox) await store.del(...gone);
+    else if (await store.delRecording(gone, outbox)) await events.recorded(sid);
+    await store.setRemove(keys.connectionIds(sid), id);
+    await unindex(sid, [id], held);
   }
 
   return {
@@ -264,21 +286,7 @@ export function createConnectionRepository(
     /** Where licence `apiUrl` may be held: see licences.ts's `holders`. */
     ofLicence: licences.holders,
 
-    /**
-     * Removes the connection, and in the same step its refresh lock and back-off (named by their
-     * owners, refresh/); `event`, if given, is recorded in that step too, and only when the record
-     * was there: of concurrent removals, one reports it.
-     */
-    async remove(sid: string, id: string, event?: BrokerEvent): Promise<void> {
-      const gone = keysOfOne(sid, id);
-      // Its licence is known only from its record: read before the record goes.
-      const held = await apiUrls(sid, [id]);
-      const outbox = event ? await events.record(sid, event) : null;
-      if (!outbox) await store.del(...gone);
-      else if (await store.delRecording(gone, outbox)) await events.recorded(sid);
-      await store.setRemove(keys.connectionIds(sid), id);
-      await unindex(sid, [id], held);
-    },
+    remove,
 
     /**
      * How many connections are in each status now (for the metrics gauge): a count of every shard
