@@ -18,11 +18,26 @@ const REDIS_DOWN = new Set([
  */
 const REDIS_BUSY = /^(?:CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|READONLY)\b/;
 
+/**
+ * The socket's own errors, which node-redis hands on as they are to a command in flight when its
+ * connection drops (a Cluster node killed under the sign-in's session store, say).
+ */
+const SOCKET_DOWN = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
+
 /** Whether an error means the store is down (answer 503), not that the request was wrong. */
 export function isStoreDown(error: unknown): boolean {
   if (error instanceof StoreUnavailableError) return true;
   if (!(error instanceof Error)) return false;
   if (REDIS_DOWN.has(error.name) || REDIS_DOWN.has(error.constructor.name)) return true;
+  if (SOCKET_DOWN.has(String((error as NodeJS.ErrnoException).code))) return true;
   return (
     REDIS_BUSY.test(error.message) || /ECONNREFUSED|client is closed|offline/i.test(error.message)
   );
