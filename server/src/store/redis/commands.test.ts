@@ -5,10 +5,10 @@ import { createCommands } from './commands.ts';
 /**
  * One connection to a master whose replica is down, as Redis runs it: one command at a time, in
  * the order sent, each WAIT holding the connection for its whole timeout and answering 0 (or never,
- * when `waitAnswers` is false). `events` records, in order, each command run and each WAIT sent and
- * answered.
+ * when `waitAnswers` is false; or `acknowledged`, a replica that lags that long). `events` records,
+ * in order, each command run and each WAIT sent and answered.
  */
-function masterWithoutReplica(waitAnswers = true) {
+function masterWithoutReplica(waitAnswers = true, acknowledged = 0) {
   const events: string[] = [];
   let waitsSent = 0;
   let onWire = 0;
@@ -29,7 +29,7 @@ function masterWithoutReplica(waitAnswers = true) {
       await new Promise((resolve) => setTimeout(resolve, Number(args[2])));
       onWire--;
       events.push(`WAIT ${wait} answered`);
-      return 0;
+      return acknowledged;
     });
     queue = answer.catch(() => {});
     return answer;
@@ -46,7 +46,7 @@ afterEach(() => {
 });
 
 describe('replicated (WAIT after a write), with the replica down', () => {
-  const options = { waitReplicas: 1, waitTimeoutMs: 250 };
+  const options = { waitReplicas: 1, waitTimeoutMs: 250, now: () => Date.now() };
 
   it('writes share their WAITs, one on the wire at a time: six at once all return within the command bound', async () => {
     const master = masterWithoutReplica();
@@ -70,7 +70,8 @@ describe('replicated (WAIT after a write), with the replica down', () => {
   });
 
   it('a write answered while a WAIT is on the wire waits for one sent after it', async () => {
-    const master = masterWithoutReplica();
+    // A replica that lags: each WAIT takes its whole timeout, and acknowledges.
+    const master = masterWithoutReplica(true, 1);
     const commands = createCommands(master.redis, options);
     const first = commands.send('a', ['SET', 'a', 'v']).then(() => commands.replicated('a'));
     await vi.advanceTimersByTimeAsync(10);
@@ -98,6 +99,35 @@ describe('replicated (WAIT after a write), with the replica down', () => {
     ]);
   });
 
+  it('once a WAIT came back short, the writes of the next second skip theirs: reported, and nothing held behind them', async () => {
+    const master = masterWithoutReplica();
+    const unreplicated = vi.fn();
+    const commands = createCommands(master.redis, { ...options, onUnreplicated: unreplicated });
+    const write = async (key: string) => {
+      await commands.send(key, ['SET', key, 'v']);
+      await commands.replicated(key);
+    };
+    const first = write('a');
+    await vi.advanceTimersByTimeAsync(250);
+    await first;
+    // A failover's new master without its replica: one WAIT each would hold the connection, and
+    // every read behind it, 250 ms per write.
+    for (let n = 0; n < 5; n++) {
+      const next = write(`b${n}`);
+      await vi.advanceTimersByTimeAsync(100);
+      await next;
+    }
+    expect(master.waits()).toBe(1);
+    expect(unreplicated).toHaveBeenCalledTimes(6);
+    expect(unreplicated).toHaveBeenLastCalledWith(0);
+    // The second is out: the next write's WAIT looks again.
+    await vi.advanceTimersByTimeAsync(1000);
+    const later = write('c');
+    await vi.advanceTimersByTimeAsync(250);
+    await later;
+    expect(master.waits()).toBe(2);
+  });
+
   it('a WAIT that goes unanswered does not fail the write: it is reported unreplicated', async () => {
     const master = masterWithoutReplica(false);
     const unreplicated = vi.fn();
@@ -116,5 +146,26 @@ describe('replicated (WAIT after a write), with the replica down', () => {
     expect(await replicated).toBe('returned');
     expect(unreplicated).toHaveBeenCalledWith(0);
     expect(onError).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe('replicated, with the replica acknowledging', () => {
+  it('waits for every write', async () => {
+    let waits = 0;
+    const sendCommand = async (_key: string | undefined, args: string[]) =>
+      args[0] === 'WAIT' ? ++waits && 1 : 'OK';
+    const redis = { mode: 'sentinel', nodeOf: () => '', sendCommand } as unknown as Redis;
+    const unreplicated = vi.fn();
+    const commands = createCommands(redis, {
+      waitReplicas: 1,
+      now: () => Date.now(),
+      onUnreplicated: unreplicated,
+    });
+    for (const key of ['a', 'b', 'c']) {
+      await commands.send(key, ['SET', key, 'v']);
+      await commands.replicated(key);
+    }
+    expect(waits).toBe(3);
+    expect(unreplicated).not.toHaveBeenCalled();
   });
 });

@@ -14,7 +14,16 @@ export interface CommandOptions {
   waitTimeoutMs?: number;
   /** A write that fewer replicas than asked acknowledged in time: it is on the master only. */
   onUnreplicated?: (acknowledged: number) => void;
+  /** A monotonic clock in ms (tests inject one): how long a master's writes skip their WAIT. */
+  now?: () => number;
 }
+
+/**
+ * How long the writes to a master whose last WAIT came back short skip theirs. Its replica is down
+ * or far behind (a failover's new master has none until the old one rejoins): every WAIT would
+ * time out, and, WAIT holding the connection, would hold every command behind it too.
+ */
+const SHORT_WAIT_SKIP_MS = 1000;
 
 /**
  * What every part of the Redis store (reads.ts, writes.ts, collections.ts) sends its commands
@@ -41,6 +50,7 @@ export interface Commands {
 export function createCommands(redis: Redis, options: CommandOptions): Commands {
   const { client } = redis;
   const { onError = () => {}, waitReplicas = 0, waitTimeoutMs = 250 } = options;
+  const { now = () => performance.now() } = options;
   const guard = async <T>(operation: () => Promise<T>): Promise<T> => {
     try {
       return await bounded(operation());
@@ -60,9 +70,12 @@ export function createCommands(redis: Redis, options: CommandOptions): Commands 
    * has not been sent yet.
    */
   const waits = new Map<string, { sent?: Promise<void>; next?: Promise<number> | undefined }>();
+  // A Cluster whose slots are not known yet: this key's WAIT is shared with no other key's.
+  const masterOf = (key: string) => redis.nodeOf(key) || (redis.mode === 'cluster' ? key : '');
+  /** Masters whose last WAIT came back short, and until when their writes skip it. */
+  const skipUntil = new Map<string, number>();
   const waitFor = (key: string): Promise<number> => {
-    // A Cluster whose slots are not known yet: this key's WAIT is shared with no other key's.
-    const master = redis.nodeOf(key) || (redis.mode === 'cluster' ? key : '');
+    const master = masterOf(key);
     const at = waits.get(master) ?? {};
     waits.set(master, at);
     at.next ??= (at.sent ?? Promise.resolve()).then(() => {
@@ -90,9 +103,14 @@ export function createCommands(redis: Redis, options: CommandOptions): Commands 
       // The write is on the master whatever the WAIT answers: a WAIT that timed out or failed
       // (counted by `guard`) says only that no replica is known to have it, as a short count does.
       // Failing the write would have its caller act as if it were lost: a rotated pair answered 503
-      // and offered again, while the pair it had stored was the one in use.
+      // and offered again, while the pair it had stored was the one in use. A master short of
+      // replicas a moment ago is reported so without a WAIT, until the next write's WAIT looks again.
+      const master = masterOf(key);
+      if (now() < (skipUntil.get(master) ?? -Infinity)) return options.onUnreplicated?.(0);
       const acknowledged = await waitFor(key).catch(() => 0);
-      if (acknowledged < waitReplicas) options.onUnreplicated?.(acknowledged);
+      if (acknowledged >= waitReplicas) return void skipUntil.delete(master);
+      skipUntil.set(master, now() + SHORT_WAIT_SKIP_MS);
+      options.onUnreplicated?.(acknowledged);
     },
   };
 }
